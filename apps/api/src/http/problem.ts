@@ -1,0 +1,78 @@
+import { HttpException } from '@nestjs/common';
+import { API_ERRORS, ApiError, ApiErrorCode, FieldError } from './api-error';
+
+/** An RFC 9457 problem details body, with our stable `code`. */
+export interface Problem {
+  type: string;
+  title: string;
+  status: number;
+  code: ApiErrorCode;
+  detail: string;
+  instance?: string;
+  errors?: FieldError[];
+}
+
+export interface ProblemResponse {
+  status: number;
+  body: Problem;
+  headers: Record<string, string>;
+  /** True when the cause is ours, not the client's: logged with its stack. */
+  unexpected: boolean;
+}
+
+const REDIS_DOWN = /Connection is closed|Stream isn't writeable|enableOfflineQueue|Command timed out|ECONNREFUSED|ETIMEDOUT|ENOTFOUND|MaxRetriesPerRequest|Reached the max retries/i;
+
+/** Fastify's own request errors, by code. */
+const FASTIFY_ERRORS: Record<string, ApiErrorCode> = {
+  FST_ERR_CTP_BODY_TOO_LARGE: 'PAYLOAD_TOO_LARGE',
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: 'UNSUPPORTED_MEDIA_TYPE',
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'MALFORMED_REQUEST',
+  FST_ERR_CTP_EMPTY_JSON_BODY: 'MALFORMED_REQUEST',
+  FST_ERR_CTP_INVALID_TYPE: 'UNSUPPORTED_MEDIA_TYPE',
+  FST_ERR_BAD_URL: 'MALFORMED_REQUEST',
+  FST_ERR_MAX_PARAM_LENGTH: 'URI_TOO_LONG',
+};
+
+const BY_STATUS: Record<number, ApiErrorCode> = {
+  400: 'MALFORMED_REQUEST',
+  401: 'UNAUTHORIZED',
+  404: 'NOT_FOUND',
+  405: 'METHOD_NOT_ALLOWED',
+  413: 'PAYLOAD_TOO_LARGE',
+  414: 'URI_TOO_LONG',
+  415: 'UNSUPPORTED_MEDIA_TYPE',
+  429: 'RATE_LIMITED',
+};
+
+function problemOf(code: ApiErrorCode, detail: string, errors?: FieldError[]): Problem {
+  const { status, title } = API_ERRORS[code];
+  const problem: Problem = { type: `urn:nest-offload:problem:${code.toLowerCase().replace(/_/g, '-')}`, title, status, code, detail };
+  if (errors) problem.errors = errors;
+  return problem;
+}
+
+/** Maps anything thrown while serving a request to the problem the client sees. Never leaks internals. */
+export function toProblem(error: unknown): ProblemResponse {
+  if (error instanceof ApiError) {
+    const headers: Record<string, string> = { ...error.extras.headers };
+    if (error.extras.retryAfterSeconds !== undefined) headers['retry-after'] = String(error.extras.retryAfterSeconds);
+    return { status: error.status, body: problemOf(error.code, error.detail, error.extras.errors), headers, unexpected: false };
+  }
+  const err = error as { code?: string; statusCode?: number; message?: string; name?: string };
+  const fastifyCode = err?.code ? FASTIFY_ERRORS[err.code] : undefined;
+  if (fastifyCode) return toProblem(new ApiError(fastifyCode, err.message ?? API_ERRORS[fastifyCode].title));
+  // JSON syntax errors and prototype-poisoning rejections from the body parser carry statusCode 400.
+  if (err?.statusCode === 400 && (err.name === 'SyntaxError' || err.code?.startsWith('FST_'))) {
+    return toProblem(new ApiError('MALFORMED_REQUEST', `Body is not valid JSON: ${err.message}`));
+  }
+  if (error instanceof HttpException) {
+    const status = error.getStatus();
+    const code = BY_STATUS[status] ?? (status >= 500 ? 'INTERNAL' : 'MALFORMED_REQUEST');
+    const detail = status === 404 ? 'No such route' : error.message;
+    return toProblem(new ApiError(code, detail));
+  }
+  if (err?.message && REDIS_DOWN.test(err.message)) {
+    return toProblem(new ApiError('QUEUE_UNAVAILABLE', 'Redis is unreachable; retry shortly', { retryAfterSeconds: 5 }));
+  }
+  return { ...toProblem(new ApiError('INTERNAL', 'An internal error occurred')), unexpected: true };
+}

@@ -1,0 +1,102 @@
+import type { CachedResult } from '@app/cache';
+import { JobFailure, JobFailureCode, parseFailure } from '@app/jobs';
+
+export type JobStatus = 'queued' | 'active' | 'completed' | 'failed' | 'cancelled';
+
+/** What every job endpoint returns. Timestamps are ISO 8601. */
+export interface JobView {
+  id: string;
+  type: string;
+  status: JobStatus;
+  progress?: number;
+  result?: unknown;
+  error?: JobFailure;
+  cached?: boolean;
+  attempts: number;
+  createdAt: string;
+  startedAt?: string;
+  finishedAt?: string;
+}
+
+/** The fields of a BullMQ job the view is made of. */
+export interface JobRecord {
+  id?: string;
+  name: string;
+  progress: unknown;
+  returnvalue: unknown;
+  failedReason?: string;
+  attemptsMade: number;
+  attemptsStarted?: number;
+  timestamp: number;
+  processedOn?: number;
+  finishedOn?: number;
+}
+
+const FINAL: ReadonlySet<JobStatus> = new Set(['completed', 'failed', 'cancelled']);
+
+export const isFinal = (view: Pick<JobView, 'status'>): boolean => FINAL.has(view.status);
+
+const iso = (ms: number | undefined): string | undefined => (ms ? new Date(ms).toISOString() : undefined);
+
+function statusOf(state: string, failure: JobFailure | undefined): JobStatus {
+  switch (state) {
+    case 'active':
+      return 'active';
+    case 'completed':
+      return 'completed';
+    case 'failed':
+      return failure?.code === JobFailureCode.JOB_CANCELLED ? 'cancelled' : 'failed';
+    default:
+      // waiting, prioritized, delayed (a retry's backoff), waiting-children
+      return 'queued';
+  }
+}
+
+/** The view of a job BullMQ still holds, given its state from `getState()`. */
+export function viewOfJob(job: JobRecord, state: string): JobView {
+  const failure = state === 'failed' ? parseFailure(job.failedReason) : undefined;
+  const status = statusOf(state, failure);
+  const view: JobView = {
+    id: job.id!,
+    type: job.name,
+    status,
+    attempts: Math.max(job.attemptsMade, job.attemptsStarted ?? 0),
+    createdAt: iso(job.timestamp)!,
+  };
+  if (typeof job.progress === 'number' && (status === 'active' || job.progress > 0)) view.progress = job.progress;
+  if (status === 'completed') {
+    view.progress = 100;
+    view.result = job.returnvalue;
+  }
+  if (failure) view.error = failure;
+  const startedAt = iso(job.processedOn);
+  if (startedAt) view.startedAt = startedAt;
+  if (FINAL.has(status)) view.finishedAt = iso(job.finishedOn);
+  return view;
+}
+
+/** The view of a result served from the cache (the job that produced it may be long gone). */
+export function viewOfCached(entry: CachedResult): JobView {
+  return {
+    id: entry.id,
+    type: entry.type,
+    status: 'completed',
+    progress: 100,
+    result: entry.result,
+    cached: true,
+    attempts: entry.attempts,
+    createdAt: iso(entry.createdAt)!,
+    startedAt: iso(entry.startedAt),
+    finishedAt: iso(entry.finishedAt),
+  };
+}
+
+/** The view of a job cancelled while it was still queued. */
+export function viewOfCancelled(view: JobView, now = Date.now()): JobView {
+  return {
+    ...view,
+    status: 'cancelled',
+    error: { code: JobFailureCode.JOB_CANCELLED, message: 'Cancelled before it started' },
+    finishedAt: new Date(now).toISOString(),
+  };
+}

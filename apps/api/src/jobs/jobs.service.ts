@@ -1,0 +1,144 @@
+import { randomUUID } from 'node:crypto';
+import { Inject, Injectable } from '@nestjs/common';
+import { Job, Queue } from 'bullmq';
+import type IORedis from 'ioredis';
+import { ResultCache } from '@app/cache';
+import { CONFIG, type Config } from '@app/config';
+import { Lifecycle } from '@app/health';
+import { contentKey, JobDefinition, JobRegistry } from '@app/jobs';
+import { JobData, queueKeys } from '@app/queue';
+import { ApiError, FieldError } from '../http/api-error';
+import { JobEvents } from './job-events';
+import { isFinal, JobView, viewOfCached, viewOfCancelled, viewOfJob } from './job-view';
+import { type JobsQueue, QUEUE_REDIS } from './queue.providers';
+
+const JOB_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const QUEUED_STATES = new Set(['waiting', 'prioritized', 'delayed', 'waiting-children']);
+/** How long DELETE waits for a running job to be aborted by its worker before answering 202. */
+const CANCEL_CONFIRM_MS = 3000;
+
+export interface Submission {
+  view: JobView;
+  /** True when this request's input was accepted as work (queued, running or just finished). */
+  accepted: boolean;
+}
+
+/** The job lifecycle as the HTTP API sees it: submit, read, watch, cancel. */
+@Injectable()
+export class JobsService {
+  private readonly keys: ReturnType<typeof queueKeys>;
+
+  constructor(
+    private readonly registry: JobRegistry,
+    @Inject(Queue) private readonly queue: JobsQueue,
+    @Inject(QUEUE_REDIS) private readonly redis: IORedis,
+    private readonly cache: ResultCache,
+    private readonly events: JobEvents,
+    private readonly lifecycle: Lifecycle,
+    @Inject(CONFIG) private readonly config: Config,
+  ) {
+    this.keys = queueKeys(config.redisPrefix);
+  }
+
+  /**
+   * Validates `body` as the input of `type`, answers from the cache when it can, and otherwise
+   * enqueues the job, joining an identical job already queued or running (single flight).
+   */
+  async submit(type: string, body: unknown, options: { waitSeconds: number; requestId?: string }): Promise<JobView> {
+    const def = this.registry.get(type);
+    if (!def) throw new ApiError('UNKNOWN_JOB_TYPE', `No job type named "${type}"; GET /v1/job-types lists them`);
+    if (this.lifecycle.shuttingDown) throw new ApiError('SHUTTING_DOWN', 'This replica is shutting down', { retryAfterSeconds: 1 });
+    const input = this.validate(def, body);
+    const key = contentKey(def, input);
+
+    const [cached, backlog] = await Promise.all([
+      def.cacheTtlSeconds > 0 ? this.cache.get(key) : undefined,
+      this.queue.getWaitingCount(),
+    ]);
+    if (cached) return viewOfCached(cached);
+    if (backlog >= this.config.maxBacklog) {
+      throw new ApiError('BACKLOG_FULL', `${backlog} jobs are waiting; retry later`, { retryAfterSeconds: 5 });
+    }
+
+    const newId = randomUUID();
+    const data: JobData = { input, version: def.version, key, requestId: options.requestId };
+    const job = await this.queue.add(def.name, data, {
+      jobId: newId,
+      // why: the deduplication key lives until the job completes or fails, so identical submissions
+      // from any replica join the job in flight. The worker writes the cache before completing, so
+      // once the key is released the cache answers instead.
+      deduplication: { id: key },
+      attempts: def.retry.attempts,
+      backoff: { type: 'exponential', delay: def.retry.backoffMs },
+      removeOnComplete: { age: this.config.jobRetentionSeconds },
+      removeOnFail: { age: this.config.jobRetentionSeconds },
+    });
+    const id = job.id!;
+    const joined = id !== newId;
+    if (options.waitSeconds > 0) return this.waitUntilFinal(id, options.waitSeconds * 1000);
+    if (joined) return this.get(id);
+    return { id, type: def.name, status: 'queued', attempts: 0, createdAt: new Date(job.timestamp).toISOString() };
+  }
+
+  /** The view of job `id`, wherever it lives now: BullMQ, the cancelled list or the result cache. */
+  async get(id: string): Promise<JobView> {
+    const view = await this.find(id);
+    if (!view) throw new ApiError('JOB_NOT_FOUND', `No job with id "${id}"`);
+    return view;
+  }
+
+  /** Waits up to `timeoutMs` for job `id` to finish; returns its view either way. */
+  waitUntilFinal(id: string, timeoutMs: number): Promise<JobView> {
+    return this.events.waitFor(id, timeoutMs, () => this.get(id), isFinal);
+  }
+
+  /**
+   * Cancels job `id`. A queued job is removed at once. A running one is aborted by whichever worker
+   * runs it, told through Redis pub/sub; a marker key covers the worker that picks it up meanwhile.
+   */
+  async cancel(id: string): Promise<JobView> {
+    const { job, state } = await this.load(id);
+    if (!job) {
+      const view = await this.find(id);
+      if (!view) throw new ApiError('JOB_NOT_FOUND', `No job with id "${id}"`);
+      throw new ApiError('JOB_ALREADY_FINISHED', `Job "${id}" is already ${view.status}`);
+    }
+    const current = viewOfJob(job, state);
+    if (isFinal(current)) throw new ApiError('JOB_ALREADY_FINISHED', `Job "${id}" is already ${current.status}`);
+
+    await this.redis.set(this.keys.cancelMarker(id), '1', 'EX', this.config.jobRetentionSeconds);
+    if (QUEUED_STATES.has(state) && (await job.remove().then(() => true, () => false))) {
+      const cancelled = viewOfCancelled(current);
+      await this.redis.set(this.keys.cancelledView(id), JSON.stringify(cancelled), 'EX', this.config.jobRetentionSeconds);
+      return cancelled;
+    }
+    // Running (or picked up between our read and the remove, which then refuses: it holds a lock).
+    await this.redis.publish(this.keys.cancelChannel, id);
+    return this.waitUntilFinal(id, CANCEL_CONFIRM_MS);
+  }
+
+  private validate(def: JobDefinition, body: unknown): unknown {
+    const parsed = def.input.safeParse(body);
+    if (parsed.success) return parsed.data;
+    const errors: FieldError[] = parsed.error.issues.slice(0, 20).map((issue) => ({
+      field: issue.path.map(String).join('.'),
+      message: issue.code === 'unrecognized_keys' ? `unknown field(s): ${issue.keys.join(', ')}` : issue.message,
+    }));
+    throw new ApiError('INVALID_INPUT', `The input for "${def.name}" is invalid`, { errors });
+  }
+
+  private async load(id: string): Promise<{ job?: Job<JobData>; state: string }> {
+    if (!JOB_ID.test(id)) return { state: 'unknown' };
+    const [job, state] = await Promise.all([Job.fromId<JobData>(this.queue, id), this.queue.getJobState(id)]);
+    return { job, state };
+  }
+
+  private async find(id: string): Promise<JobView | undefined> {
+    const { job, state } = await this.load(id);
+    if (job && state !== 'unknown') return viewOfJob(job, state);
+    if (!JOB_ID.test(id)) return undefined;
+    const [cancelled, cached] = await Promise.all([this.redis.get(this.keys.cancelledView(id)), this.cache.getById(id)]);
+    if (cancelled) return JSON.parse(cancelled) as JobView;
+    return cached ? viewOfCached(cached) : undefined;
+  }
+}

@@ -1,0 +1,49 @@
+import 'reflect-metadata';
+import { NestFactory } from '@nestjs/core';
+import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
+import { Logger } from 'nestjs-pino';
+import { loadConfig } from '@app/config';
+import { Lifecycle } from '@app/health';
+import { JobRegistry } from '@app/jobs';
+import { JobProcessor } from './processor/job-processor';
+import { WorkerModule } from './worker.module';
+
+/** Past the shutdown deadline, this much longer is allowed for handing jobs back before giving up. */
+const HAND_BACK_GRACE_MS = 10_000;
+
+async function bootstrap(): Promise<void> {
+  const config = loadConfig();
+  const app = await NestFactory.create<NestFastifyApplication>(WorkerModule.forRoot(config), new FastifyAdapter(), {
+    bufferLogs: true,
+    bodyParser: false,
+  });
+  const logger = app.get(Logger);
+  app.useLogger(logger);
+
+  const lifecycle = app.get(Lifecycle);
+  const processor = app.get(JobProcessor);
+  const shutdown = async (signal: string) => {
+    logger.log(`${signal} received: finishing active jobs for up to ${config.shutdownTimeoutMs} ms`, 'Shutdown');
+    lifecycle.beginShutdown();
+    const giveUp = setTimeout(() => {
+      logger.error('could not hand jobs back in time (Redis unreachable?); their locks will expire and another worker retries them', 'Shutdown');
+      process.exit(1);
+    }, config.shutdownTimeoutMs + HAND_BACK_GRACE_MS).unref();
+    await processor.drain(config.shutdownTimeoutMs);
+    await app.close();
+    clearTimeout(giveUp);
+    logger.log('worker stopped cleanly', 'Shutdown');
+    process.exit(0);
+  };
+  process.once('SIGTERM', (s) => void shutdown(s));
+  process.once('SIGINT', (s) => void shutdown(s));
+
+  await app.listen(config.workerPort, config.host);
+  const types = app.get(JobRegistry).list().map((d) => `${d.name}@${d.version}`);
+  logger.log(`worker consuming with ${config.workerThreads} threads; probes on ${await app.getUrl()}; job types ${types.join(', ')}`, 'Bootstrap');
+}
+
+bootstrap().catch((error: unknown) => {
+  console.error(error instanceof Error && error.name === 'ConfigError' ? error.message : error);
+  process.exit(1);
+});

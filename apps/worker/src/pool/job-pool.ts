@@ -1,0 +1,82 @@
+import { join } from 'node:path';
+import { MessageChannel } from 'node:worker_threads';
+import { Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
+import Piscina from 'piscina';
+import { CONFIG, type Config } from '@app/config';
+import { CodedJobError, JobFailureCode } from '@app/jobs';
+import type { ThreadResult, ThreadTask } from './thread-protocol';
+
+export interface RunOptions {
+  attempt: number;
+  /** Aborting terminates the thread running the job; `run` then rejects with `signal.reason`. */
+  signal: AbortSignal;
+  onProgress(percent: number): void;
+}
+
+/**
+ * The piscina pool that runs job code. One thread per job at a time; a thread that is aborted,
+ * crashes or runs out of memory is replaced, and only its own job fails.
+ */
+@Injectable()
+export class JobPool implements OnApplicationShutdown {
+  private readonly pool: Piscina<ThreadTask, ThreadResult>;
+  private closed = false;
+
+  constructor(@Inject(CONFIG) config: Config) {
+    this.pool = new Piscina({
+      filename: join(__dirname, 'thread.js'),
+      minThreads: config.workerThreads,
+      maxThreads: config.workerThreads,
+      // why: BullMQ's concurrency equals the thread count, so tasks never queue here for long;
+      // a bound still turns a bug into an error instead of unbounded memory.
+      maxQueue: config.workerThreads * 2,
+      // why: job threads yield the CPU to the event loops (ours, and any co-located API) on a shared host.
+      niceIncrement: config.workerNice,
+      resourceLimits: { maxOldGenerationSizeMb: config.workerMaxMemoryMb },
+    });
+  }
+
+  async run(name: string, input: unknown, options: RunOptions): Promise<unknown> {
+    const { port1, port2 } = new MessageChannel();
+    port1.on('message', (percent: number) => options.onProgress(percent));
+    try {
+      const result = await this.pool.run(
+        { name, input, attempt: options.attempt, progress: port2 },
+        { transferList: [port2], signal: options.signal },
+      );
+      if (!result.ok) throw new CodedJobError(result.code, result.message);
+      return result.value;
+    } catch (error) {
+      throw this.explain(error, options.signal);
+    } finally {
+      port1.close();
+    }
+  }
+
+  get threads(): number {
+    return this.pool.threads.length;
+  }
+
+  get utilization(): number {
+    return this.pool.utilization;
+  }
+
+  get alive(): boolean {
+    return !this.closed;
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    this.closed = true;
+    await this.pool.destroy();
+  }
+
+  private explain(error: unknown, signal: AbortSignal): unknown {
+    if (error instanceof CodedJobError) return error;
+    if (signal.aborted) return signal.reason;
+    const { code, message } = error as { code?: string; message?: string };
+    if (code === 'ERR_WORKER_OUT_OF_MEMORY') {
+      return new CodedJobError(JobFailureCode.JOB_OUT_OF_MEMORY, 'the job exceeded WORKER_MAX_MEMORY_MB; its thread was replaced');
+    }
+    return new CodedJobError(JobFailureCode.JOB_CRASHED, `the job's thread died (${message ?? String(error)}); it was replaced`);
+  }
+}

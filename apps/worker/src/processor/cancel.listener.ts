@@ -1,0 +1,38 @@
+import { Inject, Injectable, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { PinoLogger } from 'nestjs-pino';
+import { CONFIG, type Config } from '@app/config';
+import { queueKeys } from '@app/queue';
+import { closeRedis, createRedis } from '@app/redis';
+import { JobProcessor } from './job-processor';
+
+/**
+ * Hears cancel requests the API publishes and aborts the job if this worker runs it. The job may run
+ * on any replica, so every worker listens; the one holding it terminates its thread.
+ */
+@Injectable()
+export class CancelListener implements OnApplicationBootstrap, OnApplicationShutdown {
+  private readonly subscriber;
+  private readonly channel: string;
+
+  constructor(
+    private readonly processor: JobProcessor,
+    private readonly logger: PinoLogger,
+    @Inject(CONFIG) config: Config,
+  ) {
+    this.logger.setContext(CancelListener.name);
+    this.channel = queueKeys(config.redisPrefix).cancelChannel;
+    this.subscriber = createRedis(config.redisUrl, 'blocking', 'nest-offload:worker-cancel');
+  }
+
+  async onApplicationBootstrap(): Promise<void> {
+    this.subscriber.on('message', (channel: string, jobId: string) => {
+      if (channel === this.channel && this.processor.cancel(jobId)) this.logger.info({ jobId }, 'cancelling running job');
+    });
+    // why: not awaited: with Redis down at start-up ioredis subscribes once it connects.
+    void this.subscriber.subscribe(this.channel).catch(() => undefined);
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await closeRedis(this.subscriber);
+  }
+}

@@ -1,0 +1,53 @@
+import { DynamicModule, Inject, Module, OnApplicationShutdown } from '@nestjs/common';
+import type IORedis from 'ioredis';
+import { CacheModule } from '@app/cache';
+import { Config, ConfigModule } from '@app/config';
+import { HEALTH_INDICATORS, HealthController, HealthIndicator, Lifecycle } from '@app/health';
+import { JobRegistry } from '@app/jobs';
+import { loggingModule } from '@app/logging';
+import { MetricsModule } from '@app/metrics';
+import { closeRedis, createRedis, pingRedis } from '@app/redis';
+import { JobPool } from './pool/job-pool';
+import { CancelListener } from './processor/cancel.listener';
+import { JobProcessor, WORKER_REDIS } from './processor/job-processor';
+import { WorkerMetrics } from './processor/worker.metrics';
+
+/** Closes the worker's queue connection last, after the BullMQ worker has let go of it. */
+class WorkerRedisCloser implements OnApplicationShutdown {
+  constructor(@Inject(WORKER_REDIS) private readonly redis: IORedis) {}
+
+  async onApplicationShutdown(): Promise<void> {
+    await closeRedis(this.redis);
+  }
+}
+
+/** The BullMQ consumer: takes jobs from Redis and runs them on the piscina pool. Serves probes and metrics. */
+@Module({})
+export class WorkerModule {
+  static forRoot(config: Config): DynamicModule {
+    return {
+      module: WorkerModule,
+      imports: [ConfigModule.forRoot(config), loggingModule(config, 'worker'), CacheModule, MetricsModule],
+      controllers: [HealthController],
+      providers: [
+        { provide: JobRegistry, useValue: JobRegistry.forConfig(config) },
+        { provide: WORKER_REDIS, useFactory: () => createRedis(config.redisUrl, 'durable', 'nest-offload:worker') },
+        WorkerRedisCloser,
+        Lifecycle,
+        JobPool,
+        WorkerMetrics,
+        JobProcessor,
+        CancelListener,
+        {
+          provide: HEALTH_INDICATORS,
+          inject: [WORKER_REDIS, JobPool, JobProcessor],
+          useFactory: (redis: IORedis, pool: JobPool, processor: JobProcessor): HealthIndicator[] => [
+            { name: 'queueRedis', check: () => pingRedis(redis) },
+            { name: 'pool', check: async () => void (pool.alive || Promise.reject(new Error('pool closed'))) },
+            { name: 'consumer', check: async () => void (processor.running || Promise.reject(new Error('not consuming'))) },
+          ],
+        },
+      ],
+    };
+  }
+}

@@ -1,0 +1,32 @@
+import { Global, Inject, Module, OnApplicationShutdown } from '@nestjs/common';
+import type IORedis from 'ioredis';
+import { CONFIG, type Config } from '@app/config';
+import { closeRedis, createRedis } from '@app/redis';
+import { ResultCache } from './result-cache';
+
+/** Injection token of the cache Redis connection (CACHE_REDIS_URL). */
+export const CACHE_REDIS = Symbol('CACHE_REDIS');
+
+@Global()
+@Module({
+  providers: [
+    {
+      provide: CACHE_REDIS,
+      inject: [CONFIG],
+      useFactory: (config: Config) => createRedis(config.cacheRedisUrl, 'request', 'nest-offload:cache'),
+    },
+    {
+      provide: ResultCache,
+      inject: [CACHE_REDIS, CONFIG],
+      useFactory: (redis: IORedis, config: Config) => new ResultCache(redis, config.redisPrefix),
+    },
+  ],
+  exports: [CACHE_REDIS, ResultCache],
+})
+export class CacheModule implements OnApplicationShutdown {
+  constructor(@Inject(CACHE_REDIS) private readonly redis: IORedis) {}
+
+  async onApplicationShutdown(): Promise<void> {
+    await closeRedis(this.redis);
+  }
+}

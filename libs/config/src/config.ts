@@ -1,0 +1,136 @@
+import { availableParallelism } from 'node:os';
+import { z } from 'zod';
+
+/**
+ * Every setting the two apps read, parsed once at start-up from the environment.
+ * A bad value stops the process with a message naming the variable (see `loadConfig`).
+ */
+const SIZE_UNITS: Record<string, number> = { b: 1, kb: 1024, mb: 1024 ** 2, gb: 1024 ** 3 };
+
+const int = (min: number, max: number) =>
+  z
+    .string()
+    .trim()
+    .regex(/^\d+$/, 'must be a whole number')
+    .transform(Number)
+    .pipe(z.number().int().min(min).max(max));
+
+const bool = z
+  .enum(['true', 'false', '1', '0', 'yes', 'no'], { error: 'must be true or false' })
+  .transform((v) => v === 'true' || v === '1' || v === 'yes');
+
+const size = z
+  .string()
+  .trim()
+  .toLowerCase()
+  .regex(/^\d+(\.\d+)?\s*(b|kb|mb|gb)?$/, 'must be a size like 5mb, 512kb or 1048576')
+  .transform((v) => {
+    const [, num, unit = 'b'] = /^([\d.]+)\s*([a-z]*)$/.exec(v)!;
+    return Math.floor(Number(num) * SIZE_UNITS[unit]);
+  })
+  .pipe(z.number().int().min(1024, 'must be at least 1kb').max(1024 ** 3, 'must be at most 1gb'));
+
+const redisUrl = z
+  .string()
+  .trim()
+  .refine((v) => URL.canParse(v) && /^rediss?:$/.test(new URL(v).protocol), 'must be a redis:// or rediss:// URL');
+
+const schema = z.object({
+  NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
+  REDIS_URL: redisUrl.default('redis://127.0.0.1:6379'),
+  CACHE_REDIS_URL: redisUrl.optional(),
+  REDIS_PREFIX: z
+    .string()
+    .regex(/^[\w.-]{1,64}$/, 'must be 1-64 letters, digits, dots, dashes or underscores')
+    .default('nest-offload'),
+  HOST: z.string().min(1).default('0.0.0.0'),
+  PORT: int(0, 65535).default(3000),
+  WORKER_PORT: int(0, 65535).default(3001),
+  WORKER_THREADS: int(1, 256).default(Math.max(1, availableParallelism())),
+  WORKER_MAX_MEMORY_MB: int(16, 65536).default(512),
+  WORKER_NICE: int(0, 19).default(10),
+  JOB_TIMEOUT_MS: int(100, 24 * 3600 * 1000).default(60_000),
+  JOB_RETENTION_SECONDS: int(1, 30 * 24 * 3600).default(3600),
+  JOB_LOCK_MS: int(1000, 600_000).default(30_000),
+  SHUTDOWN_TIMEOUT_MS: int(0, 3600 * 1000).default(25_000),
+  MAX_BACKLOG: int(1, 100_000_000).default(10_000),
+  MAX_WAIT_SECONDS: int(0, 300).default(30),
+  BODY_LIMIT: size.default(5 * 1024 ** 2),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  CHAOS_JOBS: bool.default(false),
+});
+
+export interface Config {
+  readonly env: 'development' | 'production' | 'test';
+  /** Queue Redis (BullMQ). Must not evict keys. */
+  readonly redisUrl: string;
+  /** Result-cache Redis; may be a separate instance with an LRU policy. */
+  readonly cacheRedisUrl: string;
+  /** Prefix of every Redis key this service writes (BullMQ's prefix too). */
+  readonly redisPrefix: string;
+  readonly host: string;
+  readonly port: number;
+  readonly workerPort: number;
+  readonly workerThreads: number;
+  /** Heap limit of each pool thread; a job past it fails with JOB_OUT_OF_MEMORY. */
+  readonly workerMaxMemoryMb: number;
+  /** Added to the pool threads' nice value so they yield the CPU to event loops. */
+  readonly workerNice: number;
+  /** Upper bound on every job type's own timeout. */
+  readonly jobTimeoutMs: number;
+  /** How long finished jobs stay readable by id. */
+  readonly jobRetentionSeconds: number;
+  /** BullMQ lock of a running job, renewed at half this; a job whose lock lapses is "stalled" and re-run. */
+  readonly jobLockMs: number;
+  readonly shutdownTimeoutMs: number;
+  readonly maxBacklog: number;
+  readonly maxWaitSeconds: number;
+  readonly bodyLimit: number;
+  readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  /** Registers the `chaos` job type (crash, hang, leak on demand) for tests and drills. */
+  readonly chaosJobs: boolean;
+}
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+/** Parses the environment into a frozen Config, or throws a ConfigError naming each bad variable. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  // why: an empty variable (FOO=) means "unset" in most deploy tooling, not "the empty string".
+  const present = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
+  const parsed = schema.safeParse(present);
+  if (!parsed.success) {
+    throw new ConfigError(
+      parsed.error.issues.map((i) => `${String(i.path[0] ?? '(env)')}: ${i.message} (got ${JSON.stringify(present[String(i.path[0])])})`),
+    );
+  }
+  const e = parsed.data;
+  if (e.CHAOS_JOBS && e.NODE_ENV === 'production') {
+    throw new ConfigError(['CHAOS_JOBS: must not be enabled when NODE_ENV=production']);
+  }
+  return Object.freeze({
+    env: e.NODE_ENV,
+    redisUrl: e.REDIS_URL,
+    cacheRedisUrl: e.CACHE_REDIS_URL ?? e.REDIS_URL,
+    redisPrefix: e.REDIS_PREFIX,
+    host: e.HOST,
+    port: e.PORT,
+    workerPort: e.WORKER_PORT,
+    workerThreads: e.WORKER_THREADS,
+    workerMaxMemoryMb: e.WORKER_MAX_MEMORY_MB,
+    workerNice: e.WORKER_NICE,
+    jobTimeoutMs: e.JOB_TIMEOUT_MS,
+    jobRetentionSeconds: e.JOB_RETENTION_SECONDS,
+    jobLockMs: e.JOB_LOCK_MS,
+    shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
+    maxBacklog: e.MAX_BACKLOG,
+    maxWaitSeconds: e.MAX_WAIT_SECONDS,
+    bodyLimit: e.BODY_LIMIT,
+    logLevel: e.LOG_LEVEL,
+    chaosJobs: e.CHAOS_JOBS,
+  });
+}

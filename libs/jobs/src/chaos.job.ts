@@ -1,0 +1,50 @@
+import { z } from 'zod';
+import { defineJob } from './define-job';
+
+/**
+ * Misbehaves on request, so tests and fire drills can prove that one bad job fails only itself.
+ * Registered only with CHAOS_JOBS=true, which production refuses.
+ */
+export const chaos = defineJob({
+  name: 'chaos',
+  version: 1,
+  description: 'Test and drill job: ok, spin (busy for ms), throw, flaky (fails its first attempt), exit, hang, leak.',
+  input: z.strictObject({
+    mode: z.enum(['ok', 'spin', 'throw', 'flaky', 'exit', 'hang', 'leak']),
+    ms: z.int().min(0).max(600_000).default(0),
+    tag: z.string().max(64).optional(),
+  }),
+  output: z.object({ mode: z.string(), attempt: z.number(), ms: z.number() }),
+  timeoutMs: 600_000,
+  cacheTtlSeconds: 0,
+  retry: { attempts: 2, backoffMs: 100 },
+  run: ({ mode, ms }, ctx) => {
+    switch (mode) {
+      case 'throw':
+        throw new Error('chaos: thrown on purpose');
+      case 'flaky':
+        if (ctx.attempt === 1) throw new Error('chaos: first attempt fails on purpose');
+        break;
+      case 'exit':
+        process.exit(7);
+      case 'hang':
+        for (;;);
+      case 'leak': {
+        const hoard: number[][] = [];
+        for (;;) hoard.push(new Array(1e6).fill(hoard.length));
+      }
+      case 'spin': {
+        const start = Date.now();
+        let last = start;
+        while (Date.now() - start < ms) {
+          if (Date.now() - last >= 100) {
+            last = Date.now();
+            ctx.progress(Math.floor(((last - start) / ms) * 100));
+          }
+        }
+        break;
+      }
+    }
+    return { mode, attempt: ctx.attempt, ms };
+  },
+});

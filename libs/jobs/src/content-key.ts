@@ -1,0 +1,27 @@
+import { createHash } from 'node:crypto';
+import { JobDefinition } from './define-job';
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null;
+
+/** Rebuilds objects with sorted keys so equal inputs stringify identically; leaves flat arrays alone. */
+function sortKeys(value: unknown): unknown {
+  if (Array.isArray(value)) return value.some(isObject) ? value.map(sortKeys) : value;
+  if (!isObject(value)) return value;
+  const sorted: Record<string, unknown> = {};
+  for (const key of Object.keys(value).sort()) sorted[key] = sortKeys(value[key]);
+  return sorted;
+}
+
+/** JSON with object keys in sorted order: the same input always gives the same text. */
+export function canonicalJson(value: unknown): string {
+  return JSON.stringify(sortKeys(value));
+}
+
+/**
+ * The identity of a job's work: type, version and the canonical validated input (defaults applied).
+ * It keys the result cache and the single-flight deduplication, so equal work runs once.
+ */
+export function contentKey(def: Pick<JobDefinition, 'name' | 'version'>, input: unknown): string {
+  const digest = createHash('sha256').update(canonicalJson(input)).digest('base64url');
+  return `${def.name}:v${def.version}:${digest}`;
+}

@@ -1,0 +1,46 @@
+import { chaos } from './chaos.job';
+import { JobDefinition } from './define-job';
+import { fibonacci } from './fibonacci.job';
+import { pbkdf2 } from './pbkdf2.job';
+import { sort } from './sort.job';
+import { sum } from './sum.job';
+
+/** The job types this service offers. Adding one is a new `*.job.ts` file and one line here. */
+export const coreJobs = [fibonacci, pbkdf2, sum, sort] as const;
+
+/** Everything a pool thread can run: the core types plus the opt-in test type. */
+export const allJobs = [...coreJobs, chaos] as const;
+
+export type JobName = (typeof allJobs)[number]['name'];
+/** The declaration of one job type: `JobOf<'sum'>`. */
+export type JobOf<N extends JobName> = Extract<(typeof allJobs)[number], { name: N }>;
+export type InputOf<N extends JobName> = Parameters<JobOf<N>['run']>[0];
+export type OutputOf<N extends JobName> = Awaited<ReturnType<JobOf<N>['run']>>;
+
+/** The set of job types one process serves. Refuses to exist with a doubled or nameless type. */
+export class JobRegistry {
+  private readonly byName = new Map<string, JobDefinition>();
+
+  constructor(definitions: readonly JobDefinition[]) {
+    for (const def of definitions) {
+      if (typeof def?.run !== 'function' || !def.name) {
+        throw new Error(`Job registry: a job type has no name or no run function (${JSON.stringify(def?.name)})`);
+      }
+      if (this.byName.has(def.name)) throw new Error(`Job registry: job type "${def.name}" is registered twice`);
+      this.byName.set(def.name, def);
+    }
+    if (this.byName.size === 0) throw new Error('Job registry: no job types registered');
+  }
+
+  get(name: string): JobDefinition | undefined {
+    return this.byName.get(name);
+  }
+
+  list(): JobDefinition[] {
+    return [...this.byName.values()];
+  }
+
+  static forConfig(options: { chaosJobs: boolean }): JobRegistry {
+    return new JobRegistry(options.chaosJobs ? allJobs : coreJobs);
+  }
+}

@@ -1,0 +1,1 @@
+export { MetricsController, MetricsModule } from './metrics.module';

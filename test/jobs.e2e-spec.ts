@@ -1,0 +1,142 @@
+import { pbkdf2Sync } from 'node:crypto';
+import IORedis from 'ioredis';
+import { AppProcess, startStack, stackEnv } from './support/apps';
+import { getJob, request, submit } from './support/http';
+import { waitFor } from './support/wait';
+
+/** The HTTP contract of a job's life: submit, wait, read, results of every shipped type, cache. */
+describe('jobs API', () => {
+  let api: AppProcess;
+  let worker: AppProcess;
+  let stop: () => Promise<void>;
+  const env = stackEnv('jobs');
+
+  beforeAll(async () => {
+    ({ api, worker, stop } = await startStack(env));
+  });
+  afterAll(() => stop());
+
+  const executions = (type: string) => worker.metric('nest_offload_jobs_finished_total', { type, outcome: 'completed' });
+
+  it('lists every job type with its schema and limits', async () => {
+    const { status, body } = await request(`${api.url}/v1/job-types`);
+    expect(status).toBe(200);
+    expect(body.map((t: { type: string }) => t.type)).toEqual(['fibonacci', 'pbkdf2', 'sum', 'sort', 'chaos']);
+    const fib = body[0];
+    expect(fib).toMatchObject({ version: 1, timeoutMs: 30_000, cacheTtlSeconds: 3600 });
+    expect(fib.inputSchema).toMatchObject({
+      type: 'object',
+      properties: { n: { type: 'integer', minimum: 0, maximum: 50 } },
+      required: ['n'],
+      additionalProperties: false,
+    });
+    expect(typeof fib.description).toBe('string');
+  });
+
+  it('accepts a job with 202 and a Location, then serves its view', async () => {
+    const res = await submit(api.url, 'fibonacci', { n: 25 });
+    expect(res.status).toBe(202);
+    expect(res.headers.get('location')).toBe(`/v1/jobs/${res.body.id}`);
+    expect(res.body).toMatchObject({ type: 'fibonacci', status: 'queued', attempts: 0 });
+    expect(new Date(res.body.createdAt).toISOString()).toBe(res.body.createdAt);
+    const done = await waitForStatus(api.url, res.body.id, 'completed');
+    expect(done).toMatchObject({ id: res.body.id, result: 75025, attempts: 1, progress: 100 });
+    expect(Date.parse(done.finishedAt)).toBeGreaterThanOrEqual(Date.parse(done.startedAt));
+  });
+
+  it('waits with Prefer: wait and answers 200 with the result', async () => {
+    const res = await submit(api.url, 'fibonacci', { n: 27 }, { wait: 10 });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ status: 'completed', result: 196418 });
+    expect(res.headers.get('location')).toBeNull();
+  });
+
+  it('answers 202 when the job outlasts Prefer: wait', async () => {
+    const started = Date.now();
+    const res = await submit(api.url, 'chaos', { mode: 'spin', ms: 3000, tag: 'outlast' }, { wait: 1 });
+    expect(res.status).toBe(202);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(900);
+    expect(['queued', 'active']).toContain(res.body.status);
+  });
+
+  it('computes pbkdf2 exactly as node:crypto does', async () => {
+    const input = { password: 'correct horse', salt: 'pepper', iterations: 2000, keylen: 32, digest: 'sha256' };
+    const res = await submit(api.url, 'pbkdf2', input, { wait: 10 });
+    expect(res.body.result).toEqual({ hash: pbkdf2Sync('correct horse', 'pepper', 2000, 32, 'sha256').toString('hex') });
+  });
+
+  it('sums exactly beyond 2^53', async () => {
+    const n = 200_000_000;
+    const res = await submit(api.url, 'sum', { n }, { wait: 20 });
+    expect(res.body).toMatchObject({ status: 'completed', result: ((BigInt(n) * BigInt(n + 1)) / 2n).toString() });
+  });
+
+  it('sorts a large list', async () => {
+    const numbers = Array.from({ length: 100_000 }, (_, i) => ((i * 7919) % 100_003) - 50_000.5);
+    const res = await submit(api.url, 'sort', { numbers, order: 'desc' }, { wait: 20 });
+    expect(res.status).toBe(200);
+    expect(res.body.result.sorted).toEqual([...numbers].sort((a, b) => b - a));
+  });
+
+  it('serves a repeated input from the cache without running it again', async () => {
+    const first = await submit(api.url, 'fibonacci', { n: 29 }, { wait: 10 });
+    expect(first.body.status).toBe('completed');
+    const before = await executions('fibonacci');
+    const second = await submit(api.url, 'fibonacci', { n: 29 });
+    expect(second.status).toBe(200);
+    expect(second.body).toMatchObject({ id: first.body.id, status: 'completed', cached: true, result: 514229 });
+    expect(await executions('fibonacci')).toBe(before);
+  });
+
+  it('serves a cached result by id after BullMQ has dropped the job', async () => {
+    const done = await submit(api.url, 'fibonacci', { n: 21 }, { wait: 10 });
+    const redis = new IORedis(env.REDIS_URL!);
+    try {
+      // What JOB_RETENTION_SECONDS does eventually: BullMQ removes the finished job.
+      await redis.del(`${env.REDIS_PREFIX}:jobs:${done.body.id}`);
+      await redis.zrem(`${env.REDIS_PREFIX}:jobs:completed`, done.body.id);
+    } finally {
+      redis.disconnect();
+    }
+    const res = await getJob(api.url, done.body.id);
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ id: done.body.id, status: 'completed', cached: true, result: 10946 });
+  });
+
+  it('answers 404 problems for unknown ids of any shape', async () => {
+    for (const id of ['nope', '00000000-0000-4000-8000-000000000000', '1', 'a'.repeat(300), '%00', '..%2F..%2Fetc', '%E0%A4%A']) {
+      const res = await getJob(api.url, id);
+      expect([400, 404]).toContain(res.status);
+      expect(res.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+      expect(res.body.code).toBe(res.status === 404 ? 'JOB_NOT_FOUND' : 'MALFORMED_REQUEST');
+    }
+  });
+
+  it('echoes the request id and carries it into the worker log lines of the job', async () => {
+    const res = await submit(api.url, 'fibonacci', { n: 22 }, { wait: 10, headers: { 'x-request-id': 'trace-me-42' } });
+    expect(res.headers.get('x-request-id')).toBe('trace-me-42');
+    const jobLines = worker.logs.filter((l) => l.jobId === res.body.id);
+    expect(jobLines.map((l) => l.msg)).toEqual(expect.arrayContaining(['job started', 'job completed']));
+    expect(jobLines.every((l) => l.requestId === 'trace-me-42')).toBe(true);
+    await waitFor(() => api.logs.some((l) => (l.req as { id?: string })?.id === 'trace-me-42'), { what: 'the API log line' });
+  });
+
+  it('reports liveness and readiness on both apps', async () => {
+    for (const app of [api, worker]) {
+      expect((await request(`${app.url}/health/live`)).status).toBe(200);
+      const ready = await request(`${app.url}/health/ready`);
+      expect(ready.status).toBe(200);
+      expect(ready.body.status).toBe('ok');
+    }
+  });
+});
+
+export async function waitForStatus(api: string, id: string, status: string, timeoutMs = 20_000): Promise<any> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const { body } = await getJob(api, id);
+    if (body.status === status) return body;
+    if (Date.now() > deadline) throw new Error(`job ${id} is ${body.status}, not ${status}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}

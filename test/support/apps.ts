@@ -1,0 +1,146 @@
+import { ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
+import { freePort, waitFor } from './wait';
+
+const ROOT = join(__dirname, '..', '..');
+const ENTRY = { api: 'dist/apps/api/src/main.js', worker: 'dist/apps/worker/src/main.js' } as const;
+const running = new Set<ChildProcess>();
+
+// A test that dies half-way must not leave apps running: kill whatever is left when Jest's worker exits.
+process.once('exit', () => {
+  for (const proc of running) proc.kill('SIGKILL');
+});
+
+export interface LogLine {
+  level: number;
+  msg: string;
+  [key: string]: unknown;
+}
+
+/** One built app (`node dist/...`) running as a child process, with its JSON log lines captured. */
+export class AppProcess {
+  readonly logs: LogLine[] = [];
+  readonly stderr: string[] = [];
+  readonly exited: Promise<number | null>;
+
+  constructor(
+    readonly kind: 'api' | 'worker',
+    readonly port: number,
+    private readonly proc: ChildProcess,
+  ) {
+    running.add(proc);
+    this.exited = new Promise((resolve) =>
+      proc.once('exit', (code) => {
+        running.delete(proc);
+        resolve(code);
+      }),
+    );
+    let buffer = '';
+    proc.stdout!.on('data', (chunk: Buffer) => {
+      buffer += chunk.toString();
+      const lines = buffer.split('\n');
+      buffer = lines.pop()!;
+      for (const line of lines) {
+        try {
+          this.logs.push(JSON.parse(line) as LogLine);
+        } catch {
+          this.stderr.push(line);
+        }
+      }
+    });
+    proc.stderr!.on('data', (chunk: Buffer) => this.stderr.push(chunk.toString()));
+  }
+
+  get url(): string {
+    return `http://127.0.0.1:${this.port}`;
+  }
+
+  get pid(): number {
+    return this.proc.pid!;
+  }
+
+  get alive(): boolean {
+    return this.proc.exitCode === null && this.proc.signalCode === null;
+  }
+
+  signal(signal: NodeJS.Signals): void {
+    if (this.alive) this.proc.kill(signal);
+  }
+
+  /** Sends `signal` and resolves with the exit code (null when killed by a signal). */
+  async stop(signal: NodeJS.Signals = 'SIGTERM'): Promise<number | null> {
+    this.signal(signal);
+    return this.exited;
+  }
+
+  async ready(timeoutMs = 20_000): Promise<void> {
+    await waitFor(async () => (await fetch(`${this.url}/health/ready`)).ok, { timeoutMs, what: `${this.kind} ready` });
+  }
+
+  async live(timeoutMs = 20_000): Promise<void> {
+    await waitFor(async () => (await fetch(`${this.url}/health/live`)).ok, { timeoutMs, what: `${this.kind} live` });
+  }
+
+  /** A Prometheus counter's value summed over the series whose labels include `labels`. */
+  async metric(name: string, labels: Record<string, string> = {}): Promise<number> {
+    const text = await (await fetch(`${this.url}/metrics`)).text();
+    let total = 0;
+    for (const line of text.split('\n')) {
+      if (!line.startsWith(`${name}{`) && !line.startsWith(`${name} `)) continue;
+      if (Object.entries(labels).every(([k, v]) => line.includes(`${k}="${v}"`))) total += Number(line.split(' ').pop());
+    }
+    return total;
+  }
+}
+
+export type AppEnv = Record<string, string | undefined>;
+
+/** Starts a built app with `env` on a free port; resolves once it is ready (or live, for `waitFor: 'live'`). */
+export async function startApp(kind: 'api' | 'worker', env: AppEnv, { waitFor: until = 'ready' }: { waitFor?: 'ready' | 'live' | 'none' } = {}): Promise<AppProcess> {
+  const port = await freePort();
+  const portVar = kind === 'api' ? 'PORT' : 'WORKER_PORT';
+  const proc = spawn(process.execPath, [ENTRY[kind]], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH, NODE_ENV: 'test', LOG_LEVEL: 'info', HOST: '127.0.0.1', ...env, [portVar]: String(port) },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const app = new AppProcess(kind, port, proc);
+  try {
+    if (until === 'ready') await app.ready();
+    if (until === 'live') await app.live();
+  } catch (error) {
+    app.signal('SIGKILL');
+    throw new Error(`${kind} did not start: ${String(error)}\n${app.stderr.join('')}`);
+  }
+  return app;
+}
+
+/** A private key prefix per test file, so tests share a Redis without seeing each other's jobs. */
+export function uniquePrefix(name: string): string {
+  return `e2e-${name}-${randomBytes(4).toString('hex')}`;
+}
+
+/** The env both apps of one test share. */
+export function stackEnv(name: string, extra: AppEnv = {}): AppEnv {
+  return {
+    REDIS_URL: process.env.E2E_REDIS_URL,
+    REDIS_PREFIX: uniquePrefix(name),
+    WORKER_THREADS: '2',
+    CHAOS_JOBS: 'true',
+    SHUTDOWN_TIMEOUT_MS: '5000',
+    ...extra,
+  };
+}
+
+/** An API and a worker sharing one env. */
+export async function startStack(env: AppEnv): Promise<{ api: AppProcess; worker: AppProcess; stop(): Promise<void> }> {
+  const [api, worker] = await Promise.all([startApp('api', env), startApp('worker', env)]);
+  return {
+    api,
+    worker,
+    stop: async () => {
+      await Promise.all([api.stop(), worker.stop()]);
+    },
+  };
+}

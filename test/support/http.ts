@@ -1,0 +1,47 @@
+/** Small fetch helpers for the API under test. */
+export interface Reply<T = any> {
+  status: number;
+  headers: Headers;
+  body: T;
+}
+
+export async function request<T = any>(url: string, init: RequestInit & { json?: unknown } = {}): Promise<Reply<T>> {
+  const { json, ...rest } = init;
+  const headers = new Headers(rest.headers);
+  if (json !== undefined) headers.set('content-type', 'application/json');
+  const res = await fetch(url, { ...rest, headers, body: json !== undefined ? JSON.stringify(json) : rest.body });
+  const text = await res.text();
+  let body: unknown = text;
+  try {
+    body = text ? JSON.parse(text) : undefined;
+  } catch {
+    // not JSON: keep the text
+  }
+  return { status: res.status, headers: res.headers, body: body as T };
+}
+
+/** POST /v1/jobs/{type}; `wait` sets `Prefer: wait=N`. */
+export function submit<T = any>(api: string, type: string, input: unknown, options: { wait?: number; headers?: Record<string, string> } = {}) {
+  const headers: Record<string, string> = { ...options.headers };
+  if (options.wait !== undefined) headers.prefer = `wait=${options.wait}`;
+  return request<T>(`${api}/v1/jobs/${type}`, { method: 'POST', json: input, headers });
+}
+
+export function getJob<T = any>(api: string, id: string) {
+  return request<T>(`${api}/v1/jobs/${id}`);
+}
+
+/** Reads a Server-Sent Events stream to its end; returns each event's name and parsed data. */
+export async function readEvents(url: string, timeoutMs = 20_000): Promise<Array<{ event: string; data: any }>> {
+  const res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs) });
+  if (!res.ok) throw new Error(`events: HTTP ${res.status}`);
+  const text = await res.text();
+  return text
+    .split('\n\n')
+    .filter((block) => block.includes('event:'))
+    .map((block) => {
+      const event = /^event: (.*)$/m.exec(block)![1];
+      const data = /^data: (.*)$/m.exec(block)![1];
+      return { event, data: JSON.parse(data) };
+    });
+}
