@@ -37,7 +37,11 @@ export class RedisServer {
   }
 
   static async start(options: { appendonly?: boolean; maxmemoryPolicy?: string } = {}): Promise<RedisServer> {
-    const server = new RedisServer(await freePort(), { appendonly: options.appendonly ?? false, ...options });
+    return RedisServer.startOnPort(await freePort(), options);
+  }
+
+  static async startOnPort(port: number, options: { appendonly?: boolean; maxmemoryPolicy?: string } = {}): Promise<RedisServer> {
+    const server = new RedisServer(port, { appendonly: options.appendonly ?? false, ...options });
     await server.startProcess();
     return server;
   }

@@ -22,7 +22,7 @@ async function bootstrap(): Promise<void> {
     genReqId: (req: IncomingMessage) => requestIdFrom(req.headers['x-request-id']),
     // Errors Fastify's router raises before Nest sees the request (bad URL encoding, long ids).
     frameworkErrors: (error: FastifyError, request: FastifyRequest, reply: FastifyReply) => void sendProblem(error, request, reply),
-    maxParamLength: 1024,
+    routerOptions: { maxParamLength: 1024 },
   });
   const app = await NestFactory.create<NestFastifyApplication>(ApiModule.forRoot(config), adapter, {
     bufferLogs: true,
@@ -30,17 +30,27 @@ async function bootstrap(): Promise<void> {
   });
   const logger = app.get(Logger);
   app.useLogger(logger);
+  const lifecycle = app.get(Lifecycle);
   const fastify = app.getHttpAdapter().getInstance();
   fastify.addHook('onRequest', (request, reply, done) => {
     void reply.header('x-request-id', request.id);
     done();
   });
+  fastify.addHook('onSend', (request, reply, payload, done) => {
+    // why: while draining, each response closes its keep-alive connection, so the server can stop
+    // once in-flight requests are answered instead of waiting out idle client connections.
+    if (lifecycle.shuttingDown) void reply.header('connection', 'close');
+    done(null, payload);
+  });
   registerJsonBody(fastify, config.bodyLimit);
 
-  const lifecycle = app.get(Lifecycle);
   const shutdown = async (signal: string) => {
     logger.log(`${signal} received: draining`, 'Shutdown');
     lifecycle.beginShutdown();
+    setTimeout(() => {
+      logger.error(`requests still open ${config.shutdownTimeoutMs} ms after ${signal}; exiting anyway`, 'Shutdown');
+      process.exit(1);
+    }, config.shutdownTimeoutMs).unref();
     await app.close();
     logger.log('HTTP server and Redis connections closed; exiting', 'Shutdown');
     process.exit(0);

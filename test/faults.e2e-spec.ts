@@ -1,0 +1,59 @@
+import { AppProcess, startStack, stackEnv } from './support/apps';
+import { request, submit } from './support/http';
+
+/** One bad job fails only itself, with a clear code; the pool replaces its thread and keeps serving. */
+describe('job faults', () => {
+  let api: AppProcess;
+  let worker: AppProcess;
+  let stop: () => Promise<void>;
+
+  beforeAll(async () => {
+    ({ api, worker, stop } = await startStack(
+      stackEnv('faults', { WORKER_THREADS: '2', JOB_TIMEOUT_MS: '1500', WORKER_MAX_MEMORY_MB: '64' }),
+    ));
+  });
+  afterAll(() => stop());
+
+  const expectHealthy = async () => {
+    expect((await request(`${worker.url}/health/ready`)).status).toBe(200);
+    const ok = await submit(api.url, 'fibonacci', { n: 15 + Math.floor(Math.random() * 10) }, { wait: 10 });
+    expect(ok.body.status).toBe('completed');
+  };
+
+  it('times out a job that runs forever, while other jobs keep flowing', async () => {
+    const hang = submit(api.url, 'chaos', { mode: 'hang', tag: 'timeout' }, { wait: 15 });
+    const meanwhile = await submit(api.url, 'fibonacci', { n: 24 }, { wait: 10 });
+    expect(meanwhile.body).toMatchObject({ status: 'completed', result: 46368 });
+    const res = await hang;
+    expect(res.body).toMatchObject({ status: 'failed', attempts: 1, error: { code: 'JOB_TIMEOUT' } });
+    await expectHealthy();
+  });
+
+  it('times out a real job type past JOB_TIMEOUT_MS (fibonacci(50))', async () => {
+    const res = await submit(api.url, 'fibonacci', { n: 50 }, { wait: 15 });
+    expect(res.body).toMatchObject({ status: 'failed', error: { code: 'JOB_TIMEOUT' } });
+    await expectHealthy();
+  });
+
+  it('fails a job whose thread exits with JOB_CRASHED after its retries', async () => {
+    const res = await submit(api.url, 'chaos', { mode: 'exit', tag: 'crash' }, { wait: 15 });
+    expect(res.body).toMatchObject({ status: 'failed', attempts: 2, error: { code: 'JOB_CRASHED' } });
+    await expectHealthy();
+  });
+
+  it('fails a job that exhausts its thread heap with JOB_OUT_OF_MEMORY, without retrying', async () => {
+    const res = await submit(api.url, 'chaos', { mode: 'leak', tag: 'oom' }, { wait: 20 });
+    expect(res.body).toMatchObject({ status: 'failed', attempts: 1, error: { code: 'JOB_OUT_OF_MEMORY' } });
+    await expectHealthy();
+  });
+
+  it('retries a transient failure with backoff and then succeeds', async () => {
+    const res = await submit(api.url, 'chaos', { mode: 'flaky', tag: 'retry' }, { wait: 15 });
+    expect(res.body).toMatchObject({ status: 'completed', attempts: 2, result: { attempt: 2 } });
+  });
+
+  it('keeps the worker process alive throughout', () => {
+    expect(worker.alive).toBe(true);
+    expect(worker.logs.filter((l) => l.level >= 50)).toEqual([]);
+  });
+});

@@ -1,0 +1,120 @@
+import { AppProcess, startStack, stackEnv } from './support/apps';
+import { getJob, readEvents, request, submit } from './support/http';
+import { waitFor } from './support/wait';
+
+/** Single flight, cancellation and event streams, across the API and worker processes. */
+describe('job lifecycle', () => {
+  let api: AppProcess;
+  let worker: AppProcess;
+  let stop: () => Promise<void>;
+
+  beforeAll(async () => {
+    ({ api, worker, stop } = await startStack(stackEnv('lifecycle', { WORKER_THREADS: '2' })));
+  });
+  afterAll(() => stop());
+
+  const started = (type: string) => worker.metric('nest_offload_job_run_seconds_count', { type });
+  const status = async (id: string) => (await getJob(api.url, id)).body.status as string;
+
+  describe('single flight', () => {
+    it('runs identical concurrent submissions once and gives every caller the same job', async () => {
+      const before = await started('sum');
+      const input = { n: 150_000_000 };
+      const replies = await Promise.all(Array.from({ length: 25 }, () => submit(api.url, 'sum', input)));
+      const ids = new Set(replies.map((r) => r.body.id));
+      expect(ids.size).toBe(1);
+      expect(replies.every((r) => [200, 202].includes(r.status))).toBe(true);
+      const [id] = ids;
+      await waitFor(async () => (await status(id)) === 'completed', { timeoutMs: 20_000, what: 'completion' });
+      const again = await Promise.all(Array.from({ length: 5 }, () => submit(api.url, 'sum', input, { wait: 5 })));
+      expect(again.every((r) => r.body.id === id && r.body.result === '11250000075000000')).toBe(true);
+      expect((await started('sum')) - before).toBe(1);
+    });
+
+    it('runs a failed input again when it is submitted again', async () => {
+      const input = { mode: 'throw', tag: 'again' } as const;
+      const first = await submit(api.url, 'chaos', input, { wait: 10 });
+      expect(first.body).toMatchObject({ status: 'failed', error: { code: 'JOB_FAILED' } });
+      const second = await submit(api.url, 'chaos', input, { wait: 10 });
+      expect(second.body.id).not.toBe(first.body.id);
+      expect(second.body.status).toBe('failed');
+    });
+  });
+
+  describe('cancel', () => {
+    it('aborts a running job in its worker thread within about a second', async () => {
+      const { body } = await submit(api.url, 'chaos', { mode: 'spin', ms: 60_000, tag: 'cancel-running' });
+      await waitFor(async () => (await status(body.id)) === 'active', { what: 'active' });
+      const t0 = Date.now();
+      const res = await request(`${api.url}/v1/jobs/${body.id}`, { method: 'DELETE' });
+      expect(res.status).toBe(200);
+      expect(res.body).toMatchObject({ id: body.id, status: 'cancelled', error: { code: 'JOB_CANCELLED' } });
+      expect(Date.now() - t0).toBeLessThan(1500);
+      // The thread was terminated, not left spinning: the pool runs new work at once.
+      const next = await submit(api.url, 'fibonacci', { n: 20 }, { wait: 10 });
+      expect(next.body.status).toBe('completed');
+      expect((await request(`${worker.url}/health/ready`)).status).toBe(200);
+    });
+
+    it('removes a queued job, which then reads as cancelled', async () => {
+      // Two threads busy: the third job waits in the queue.
+      const busy = await Promise.all([1, 2].map((i) => submit(api.url, 'chaos', { mode: 'spin', ms: 4000, tag: `busy-${i}` })));
+      const queued = await submit(api.url, 'chaos', { mode: 'ok', tag: 'queued-victim' });
+      expect(await status(queued.body.id)).toBe('queued');
+      const res = await request(`${api.url}/v1/jobs/${queued.body.id}`, { method: 'DELETE' });
+      expect(res.status).toBe(200);
+      expect(res.body.status).toBe('cancelled');
+      expect((await getJob(api.url, queued.body.id)).body).toMatchObject({ status: 'cancelled', error: { code: 'JOB_CANCELLED' } });
+      // Cancelling again, or cancelling a finished job, is a conflict.
+      expect((await request(`${api.url}/v1/jobs/${queued.body.id}`, { method: 'DELETE' })).status).toBe(409);
+      await Promise.all(busy.map((b) => waitFor(async () => (await status(b.body.id)) === 'completed', { what: 'busy done' })));
+      const done = await request(`${api.url}/v1/jobs/${busy[0].body.id}`, { method: 'DELETE' });
+      expect(done.status).toBe(409);
+      expect(done.body.code).toBe('JOB_ALREADY_FINISHED');
+      // It never ran, and the same input can be submitted again.
+      const retry = await submit(api.url, 'chaos', { mode: 'ok', tag: 'queued-victim' }, { wait: 10 });
+      expect(retry.body).toMatchObject({ status: 'completed' });
+      expect(retry.body.id).not.toBe(queued.body.id);
+    });
+
+    it('answers 404 for an unknown job', async () => {
+      const res = await request(`${api.url}/v1/jobs/3f1c1d9e-1111-4222-8333-444455556666`, { method: 'DELETE' });
+      expect(res.status).toBe(404);
+    });
+  });
+
+  describe('events', () => {
+    it('streams progress, then completed, then ends', async () => {
+      const { body } = await submit(api.url, 'chaos', { mode: 'spin', ms: 1200, tag: 'sse' });
+      const events = await readEvents(`${api.url}/v1/jobs/${body.id}/events`);
+      const names = events.map((e) => e.event);
+      expect(names.at(-1)).toBe('completed');
+      expect(names.slice(0, -1).every((n) => n === 'progress')).toBe(true);
+      expect(names.filter((n) => n === 'progress').length).toBeGreaterThanOrEqual(3);
+      const progress = events.filter((e) => e.event === 'progress').map((e) => e.data.progress);
+      expect([...progress].sort((a, b) => a - b)).toEqual(progress);
+      expect(events.at(-1)!.data).toMatchObject({ id: body.id, status: 'completed' });
+    });
+
+    it('ends with cancelled when the job is cancelled, on another API replica', async () => {
+      const { body } = await submit(api.url, 'chaos', { mode: 'spin', ms: 60_000, tag: 'sse-cancel' });
+      const stream = readEvents(`${api.url}/v1/jobs/${body.id}/events`);
+      await waitFor(async () => (await status(body.id)) === 'active', { what: 'active' });
+      await request(`${api.url}/v1/jobs/${body.id}`, { method: 'DELETE' });
+      const events = await stream;
+      expect(events.at(-1)).toMatchObject({ event: 'cancelled', data: { status: 'cancelled' } });
+    });
+
+    it('ends at once for a finished job, with failed for a failed one', async () => {
+      const failed = await submit(api.url, 'chaos', { mode: 'throw', tag: 'sse-failed' }, { wait: 10 });
+      const events = await readEvents(`${api.url}/v1/jobs/${failed.body.id}/events`, 5000);
+      expect(events).toEqual([{ event: 'failed', data: expect.objectContaining({ status: 'failed', error: { code: 'JOB_FAILED', message: expect.any(String) } }) }]);
+    });
+
+    it('answers 404 for an unknown job', async () => {
+      const res = await request(`${api.url}/v1/jobs/3f1c1d9e-1111-4222-8333-444455556666/events`);
+      expect(res.status).toBe(404);
+      expect(res.headers.get('content-type')).toMatch(/problem\+json/);
+    });
+  });
+});
