@@ -58,6 +58,7 @@ const schema = z.object({
   BODY_LIMIT: size.default(5 * 1024 ** 2),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   CHAOS_JOBS: bool.default(false),
+  DEMO: bool.default(false),
 });
 
 export interface Config {
@@ -89,6 +90,8 @@ export interface Config {
   readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   /** Registers the `chaos` job type (crash, hang, leak on demand) for tests and drills. */
   readonly chaosJobs: boolean;
+  /** Serves the /demo page (live event-loop chart). Never in production. */
+  readonly demo: boolean;
 }
 
 export class ConfigError extends Error {
@@ -109,9 +112,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     );
   }
   const e = parsed.data;
-  if (e.CHAOS_JOBS && e.NODE_ENV === 'production') {
-    throw new ConfigError(['CHAOS_JOBS: must not be enabled when NODE_ENV=production']);
-  }
+  const refused = [
+    e.CHAOS_JOBS && e.NODE_ENV === 'production' && 'CHAOS_JOBS: must not be enabled when NODE_ENV=production',
+    e.DEMO && e.NODE_ENV === 'production' && 'DEMO: must not be enabled when NODE_ENV=production',
+  ].filter((p): p is string => typeof p === 'string');
+  if (refused.length > 0) throw new ConfigError(refused);
   return Object.freeze({
     env: e.NODE_ENV,
     redisUrl: e.REDIS_URL,
@@ -132,5 +137,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     bodyLimit: e.BODY_LIMIT,
     logLevel: e.LOG_LEVEL,
     chaosJobs: e.CHAOS_JOBS,
+    demo: e.DEMO,
   });
 }
