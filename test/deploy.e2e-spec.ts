@@ -108,7 +108,8 @@ describe('deploy/k8s', () => {
   const objects = kustomization.resources.flatMap((file) => readYaml(`${dir}/${file}`)) as K8sObject[];
   const generated = kustomization.configMapGenerator ?? [];
   const configEnv = new Map(generated.flatMap((g) => g.envs ?? []).flatMap((file) => [...readEnvFile(`${dir}/${file}`)]));
-  const secretExample = readYaml(`${dir}/secret.example.yaml`)[0] as K8sObject & { stringData: Record<string, string> };
+  const secretExamples = readYaml(`${dir}/secret.example.yaml`) as Array<K8sObject & { stringData: Record<string, string> }>;
+  const secretNamed = (name: string) => secretExamples.find((s) => s.metadata.name === name)!;
 
   const ofKind = <T extends K8sObject>(kind: string) => objects.filter((o): o is T => o.kind === kind);
   const deployment = (app: string) => {
@@ -173,11 +174,21 @@ describe('deploy/k8s', () => {
       expect(pod.spec.enableServiceLinks).toBe(false);
     });
 
-    it('reads its config from the generated ConfigMap and the Redis Secret', () => {
+    it('reads its config from the generated ConfigMap and the Secrets of the example', () => {
       const refs = container.envFrom ?? [];
       expect(refs.map((r) => r.configMapRef?.name).filter(Boolean)).toEqual(generated.map((g) => g.name));
-      expect(refs.map((r) => r.secretRef?.name).filter(Boolean)).toEqual([secretExample.metadata.name]);
+      const secrets = refs.map((r) => r.secretRef?.name).filter((n): n is string => Boolean(n));
+      expect(secrets).toEqual(app === 'api' ? ['nest-offload-redis', 'nest-offload-api-keys'] : ['nest-offload-redis']);
+      for (const name of secrets) expect(secretNamed(name)).toBeDefined();
     });
+  });
+
+  it('gives the API the keys it needs to start in production', () => {
+    const sources = (containerOf('api').envFrom ?? []).flatMap((r) =>
+      r.secretRef ? Object.keys(secretNamed(r.secretRef.name).stringData) : r.configMapRef ? [...configEnv.keys()] : [],
+    );
+    expect(configEnv.get('NODE_ENV')).toBe('production');
+    expect(sources.includes('API_KEYS') || configEnv.get('ALLOW_UNAUTHENTICATED') === 'true').toBe(true);
   });
 
   it('gives the worker longer to stop than its drain deadline plus the hand-back of unfinished jobs', () => {
@@ -227,7 +238,7 @@ describe('deploy/k8s', () => {
   it('uses only environment variables the config accepts', () => {
     const names = [
       ...configEnv.keys(),
-      ...Object.keys(secretExample.stringData),
+      ...secretExamples.flatMap((s) => Object.keys(s.stringData)),
       ...APPS.flatMap(({ app }) => containerOf(app).env?.map((e) => e.name) ?? []),
     ];
     expect(names.filter((n) => !accepted.names.has(n))).toEqual([]);

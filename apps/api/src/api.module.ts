@@ -1,4 +1,4 @@
-import { DynamicModule, Module } from '@nestjs/common';
+import { DynamicModule, MiddlewareConsumer, Module, NestModule, RequestMethod } from '@nestjs/common';
 import { APP_FILTER } from '@nestjs/core';
 import { Queue } from 'bullmq';
 import type IORedis from 'ioredis';
@@ -14,11 +14,13 @@ import { JobTypesController } from './job-types/job-types.controller';
 import { JobEvents } from './jobs/job-events';
 import { JobsController } from './jobs/jobs.controller';
 import { JobsService } from './jobs/jobs.service';
+import { QueueMetrics } from './jobs/queue.metrics';
 import { QUEUE_REDIS, QueueCloser, queueProviders } from './jobs/queue.providers';
+import { AccessMiddleware } from './security/access.middleware';
 
 /** The HTTP API: validates, enqueues, reads and cancels jobs. Its event loop only does I/O. */
 @Module({})
-export class ApiModule {
+export class ApiModule implements NestModule {
   static forRoot(config: Config): DynamicModule {
     return {
       module: ApiModule,
@@ -32,15 +34,22 @@ export class ApiModule {
         Lifecycle,
         JobEvents,
         JobsService,
+        QueueMetrics,
         {
           provide: HEALTH_INDICATORS,
           inject: [QUEUE_REDIS, CACHE_REDIS],
           useFactory: (queueRedis: IORedis, cacheRedis: IORedis): HealthIndicator[] => [
             { name: 'queueRedis', check: () => pingRedis(queueRedis) },
-            { name: 'cacheRedis', check: () => pingRedis(cacheRedis) },
+            // why not critical: without the cache every submission still runs, just without reuse.
+            { name: 'cacheRedis', check: () => pingRedis(cacheRedis), critical: false },
           ],
         },
       ],
     };
+  }
+
+  /** API keys and rate limits guard every /v1 route; probes and metrics stay open. */
+  configure(consumer: MiddlewareConsumer): void {
+    consumer.apply(AccessMiddleware).forRoutes({ path: 'v1/*splat', method: RequestMethod.ALL });
   }
 }

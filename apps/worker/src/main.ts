@@ -5,14 +5,22 @@ import { Logger } from 'nestjs-pino';
 import { loadConfig } from '@app/config';
 import { Lifecycle } from '@app/health';
 import { JobRegistry } from '@app/jobs';
-import { JobProcessor } from './processor/job-processor';
+import { watchEvictionPolicy } from '@app/redis';
+import { JobProcessor, WORKER_REDIS } from './processor/job-processor';
 import { WorkerModule } from './worker.module';
 
 /** Past the shutdown deadline, this much longer is allowed for handing jobs back before giving up. */
 const HAND_BACK_GRACE_MS = 10_000;
 
+let stop: ((signal: string) => Promise<void>) | undefined;
+// why: installed first, so a pod stopped while still starting exits at once instead of ignoring
+// SIGTERM as PID 1; a job it may have taken meanwhile is retried once its lock expires.
+const onSignal = (signal: string) => (stop ? void stop(signal) : process.exit(0));
+process.once('SIGTERM', onSignal);
+process.once('SIGINT', onSignal);
+
 async function bootstrap(): Promise<void> {
-  const config = loadConfig();
+  const config = loadConfig(process.env, 'worker');
   const app = await NestFactory.create<NestFastifyApplication>(WorkerModule.forRoot(config), new FastifyAdapter(), {
     bufferLogs: true,
     bodyParser: false,
@@ -22,7 +30,9 @@ async function bootstrap(): Promise<void> {
 
   const lifecycle = app.get(Lifecycle);
   const processor = app.get(JobProcessor);
-  const shutdown = async (signal: string) => {
+  watchEvictionPolicy(app.get(WORKER_REDIS), config.redisEvictionCheck, logger);
+
+  stop = async (signal: string) => {
     logger.log(`${signal} received: finishing active jobs for up to ${config.shutdownTimeoutMs} ms`, 'Shutdown');
     lifecycle.beginShutdown();
     const giveUp = setTimeout(() => {
@@ -35,8 +45,6 @@ async function bootstrap(): Promise<void> {
     logger.log('worker stopped cleanly', 'Shutdown');
     process.exit(0);
   };
-  process.once('SIGTERM', (s) => void shutdown(s));
-  process.once('SIGINT', (s) => void shutdown(s));
 
   await app.listen(config.workerPort, config.host);
   const types = app.get(JobRegistry).list().map((d) => `${d.name}@${d.version}`);

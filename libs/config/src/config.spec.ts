@@ -54,3 +54,37 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ NODE_ENV: 'production', CHAOS_JOBS: 'true' })).toThrow(/CHAOS_JOBS/);
   });
 });
+
+describe('loadConfig security settings', () => {
+  const key = 'k'.repeat(32);
+
+  it('parses named and bare API keys', () => {
+    const config = loadConfig({ API_KEYS: `ci=${key}, ${'x'.repeat(20)}` });
+    expect(config.apiKeys).toEqual([
+      { name: 'ci', key },
+      { name: 'key-2', key: 'x'.repeat(20) },
+    ]);
+  });
+
+  it('refuses short keys without echoing them', () => {
+    expect(() => loadConfig({ API_KEYS: 'short-secret' })).toThrow(/API_KEYS: .*value hidden/);
+    expect(() => loadConfig({ API_KEYS: 'short-secret' })).not.toThrow(/short-secret/);
+    expect(() => loadConfig({ REDIS_URL: 'ftp://user:hunter2@host' })).not.toThrow(/hunter2/);
+  });
+
+  it('refuses duplicate key names', () => {
+    expect(() => loadConfig({ API_KEYS: `a=${key},a=${key}x` })).toThrow(/unique/);
+  });
+
+  it('makes the API refuse to run open in production, unless told a gateway authenticates', () => {
+    expect(() => loadConfig({ NODE_ENV: 'production' }, 'api')).toThrow(/API_KEYS: required/);
+    expect(loadConfig({ NODE_ENV: 'production', ALLOW_UNAUTHENTICATED: 'true' }, 'api').apiKeys).toEqual([]);
+    expect(loadConfig({ NODE_ENV: 'production', API_KEYS: key }, 'api').apiKeys).toHaveLength(1);
+    expect(loadConfig({ NODE_ENV: 'production' }, 'worker').env).toBe('production');
+  });
+
+  it('derives the rate-limit burst from the rate', () => {
+    expect(loadConfig({ RATE_LIMIT_PER_MINUTE: '600' }).rateLimitBurst).toBe(60);
+    expect(loadConfig({ RATE_LIMIT_PER_MINUTE: '600', RATE_LIMIT_BURST: '5' }).rateLimitBurst).toBe(5);
+  });
+});

@@ -1,5 +1,5 @@
-import { availableParallelism } from 'node:os';
 import { z } from 'zod';
+import { cpuBudget } from './cpu-budget';
 
 /**
  * Every setting the two apps read, parsed once at start-up from the environment.
@@ -35,6 +35,24 @@ const redisUrl = z
   .trim()
   .refine((v) => URL.canParse(v) && /^rediss?:$/.test(new URL(v).protocol), 'must be a redis:// or rediss:// URL');
 
+// API keys: comma-separated, each `name=key` or a bare key; keys are 16+ printable characters.
+const apiKeys = z
+  .string()
+  .transform((v) => v.split(',').map((entry) => entry.trim()).filter(Boolean))
+  .pipe(
+    z.array(
+      z
+        .string()
+        .regex(/^([\w.-]{1,64}=)?[\x21-\x2b\x2d-\x3c\x3e-\x7e]{16,256}$/, 'each key must be 16-256 printable characters, optionally named as name=key'),
+    ),
+  )
+  .transform((entries) =>
+    entries.map((entry, i) => {
+      const eq = entry.indexOf('=');
+      return eq > 0 ? { name: entry.slice(0, eq), key: entry.slice(eq + 1) } : { name: `key-${i + 1}`, key: entry };
+    }),
+  );
+
 const schema = z.object({
   NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
   REDIS_URL: redisUrl.default('redis://127.0.0.1:6379'),
@@ -46,7 +64,7 @@ const schema = z.object({
   HOST: z.string().min(1).default('0.0.0.0'),
   PORT: int(0, 65535).default(3000),
   WORKER_PORT: int(0, 65535).default(3001),
-  WORKER_THREADS: int(1, 256).default(Math.max(1, availableParallelism())),
+  WORKER_THREADS: int(1, 256).default(cpuBudget()),
   WORKER_MAX_MEMORY_MB: int(16, 65536).default(512),
   WORKER_NICE: int(0, 19).default(10),
   JOB_TIMEOUT_MS: int(100, 24 * 3600 * 1000).default(60_000),
@@ -59,6 +77,12 @@ const schema = z.object({
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   CHAOS_JOBS: bool.default(false),
   DEMO: bool.default(false),
+  API_KEYS: apiKeys.optional(),
+  ALLOW_UNAUTHENTICATED: bool.default(false),
+  RATE_LIMIT_PER_MINUTE: int(0, 10_000_000).default(0),
+  RATE_LIMIT_BURST: int(1, 10_000_000).optional(),
+  TRUST_PROXY_HOPS: int(0, 10).default(0),
+  REDIS_EVICTION_CHECK: z.enum(['warn', 'refuse', 'off']).default('warn'),
 });
 
 export interface Config {
@@ -92,7 +116,20 @@ export interface Config {
   readonly chaosJobs: boolean;
   /** Serves the /demo page (live event-loop chart). Never in production. */
   readonly demo: boolean;
+  /** Keys accepted on /v1 (Authorization: Bearer or x-api-key); empty means no authentication. */
+  readonly apiKeys: ReadonlyArray<{ readonly name: string; readonly key: string }>;
+  /** Requests per minute per API key (per client IP without keys), shared by all replicas; 0 is off. */
+  readonly rateLimitPerMinute: number;
+  /** Requests a client may make at once before the per-minute rate applies. */
+  readonly rateLimitBurst: number;
+  /** Proxies in front of the API whose X-Forwarded-For entries are trusted to name the client. */
+  readonly trustProxyHops: number;
+  /** What to do when the queue Redis may evict keys (evicted keys are lost jobs). */
+  readonly redisEvictionCheck: 'warn' | 'refuse' | 'off';
 }
+
+/** Variables whose values may hold credentials: never echoed in error messages. */
+const SECRET = new Set(['REDIS_URL', 'CACHE_REDIS_URL', 'API_KEYS']);
 
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
@@ -101,20 +138,33 @@ export class ConfigError extends Error {
   }
 }
 
-/** Parses the environment into a frozen Config, or throws a ConfigError naming each bad variable. */
-export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+/**
+ * Parses the environment into a frozen Config, or throws a ConfigError naming each bad variable.
+ * `app` adds the checks only one app needs (the API refuses to run open in production).
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, app?: 'api' | 'worker'): Config {
   // why: an empty variable (FOO=) means "unset" in most deploy tooling, not "the empty string".
   const present = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
   const parsed = schema.safeParse(present);
   if (!parsed.success) {
     throw new ConfigError(
-      parsed.error.issues.map((i) => `${String(i.path[0] ?? '(env)')}: ${i.message} (got ${JSON.stringify(present[String(i.path[0])])})`),
+      parsed.error.issues.map((i) => {
+        const name = String(i.path[0] ?? '(env)');
+        const got = SECRET.has(name) ? 'value hidden' : `got ${JSON.stringify(present[name])}`;
+        return `${name}: ${i.message} (${got})`;
+      }),
     );
   }
   const e = parsed.data;
   const refused = [
     e.CHAOS_JOBS && e.NODE_ENV === 'production' && 'CHAOS_JOBS: must not be enabled when NODE_ENV=production',
     e.DEMO && e.NODE_ENV === 'production' && 'DEMO: must not be enabled when NODE_ENV=production',
+    app === 'api' &&
+      e.NODE_ENV === 'production' &&
+      !e.API_KEYS?.length &&
+      !e.ALLOW_UNAUTHENTICATED &&
+      'API_KEYS: required when NODE_ENV=production (set ALLOW_UNAUTHENTICATED=true if a gateway in front authenticates)',
+    new Set(e.API_KEYS?.map((k) => k.name)).size !== (e.API_KEYS?.length ?? 0) && 'API_KEYS: key names must be unique',
   ].filter((p): p is string => typeof p === 'string');
   if (refused.length > 0) throw new ConfigError(refused);
   return Object.freeze({
@@ -138,5 +188,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel: e.LOG_LEVEL,
     chaosJobs: e.CHAOS_JOBS,
     demo: e.DEMO,
+    apiKeys: Object.freeze((e.API_KEYS ?? []).map((k) => Object.freeze(k))),
+    rateLimitPerMinute: e.RATE_LIMIT_PER_MINUTE,
+    rateLimitBurst: e.RATE_LIMIT_BURST ?? Math.max(1, Math.ceil(e.RATE_LIMIT_PER_MINUTE / 10)),
+    trustProxyHops: e.TRUST_PROXY_HOPS,
+    redisEvictionCheck: e.REDIS_EVICTION_CHECK,
   });
 }

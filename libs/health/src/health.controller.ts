@@ -20,16 +20,19 @@ export class HealthController {
   @Get('ready')
   async ready(@Res({ passthrough: true }) res: { status(code: number): unknown }) {
     const checks: CheckResults = {};
+    let ok = !this.lifecycle.shuttingDown;
     await Promise.all(
-      this.indicators.map(async ({ name, check }) => {
+      this.indicators.map(async ({ name, check, critical = true }) => {
         checks[name] = await check().then(
           () => 'ok',
-          (error: unknown) => (error instanceof Error ? error.message : String(error)),
+          (error: unknown) => {
+            if (critical) ok = false;
+            return `${critical ? '' : 'degraded: '}${error instanceof Error ? error.message : String(error)}`;
+          },
         );
       }),
     );
     if (this.lifecycle.shuttingDown) checks.lifecycle = 'shutting down';
-    const ok = Object.values(checks).every((v) => v === 'ok');
     res.status(ok ? 200 : 503);
     return { status: ok ? 'ok' : 'unavailable', checks };
   }

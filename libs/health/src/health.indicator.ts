@@ -2,6 +2,8 @@
 export interface HealthIndicator {
   readonly name: string;
   check(): Promise<void>;
+  /** False for a dependency the app degrades without: reported, but readiness stays true. */
+  readonly critical?: boolean;
 }
 
 /** Injection token of the app's `HealthIndicator[]`, provided by each app module. */

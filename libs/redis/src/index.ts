@@ -1,2 +1,3 @@
+export { evictionPolicy, watchEvictionPolicy } from './eviction-check';
 export { closeRedis, createRedis, pingRedis } from './redis.factory';
 export type { RedisRole } from './redis.factory';

@@ -50,9 +50,11 @@ export class JobsService {
     if (this.lifecycle.shuttingDown) throw new ApiError('SHUTTING_DOWN', 'This replica is shutting down', { retryAfterSeconds: 1 });
     const input = this.validate(def, body);
     const key = contentKey(def, input);
+    this.assertRedisUp();
 
     const [cached, backlog] = await Promise.all([
-      def.cacheTtlSeconds > 0 ? this.cache.get(key) : undefined,
+      // why: the cache may be a separate Redis; when it is away, the job simply runs again.
+      def.cacheTtlSeconds > 0 ? this.cache.get(key).catch(() => undefined) : undefined,
       this.queue.getWaitingCount(),
     ]);
     if (cached) return viewOfCached(cached);
@@ -82,6 +84,7 @@ export class JobsService {
 
   /** The view of job `id`, wherever it lives now: BullMQ, the cancelled list or the result cache. */
   async get(id: string): Promise<JobView> {
+    this.assertRedisUp();
     const view = await this.find(id);
     if (!view) throw new ApiError('JOB_NOT_FOUND', `No job with id "${id}"`);
     return view;
@@ -97,6 +100,7 @@ export class JobsService {
    * runs it, told through Redis pub/sub; a marker key covers the worker that picks it up meanwhile.
    */
   async cancel(id: string): Promise<JobView> {
+    this.assertRedisUp();
     const { job, state } = await this.load(id);
     if (!job) {
       const view = await this.find(id);
@@ -115,6 +119,16 @@ export class JobsService {
     // Running (or picked up between our read and the remove, which then refuses: it holds a lock).
     await this.redis.publish(this.keys.cancelChannel, id);
     return this.waitUntilFinal(id, CANCEL_CONFIRM_MS);
+  }
+
+  /**
+   * why: BullMQ waits for a connection it never had (Redis down at start-up) instead of failing;
+   * answering 503 at once keeps every request within its own timeout.
+   */
+  private assertRedisUp(): void {
+    if (this.redis.status !== 'ready') {
+      throw new ApiError('QUEUE_UNAVAILABLE', 'Redis is unreachable; retry shortly', { retryAfterSeconds: 5 });
+    }
   }
 
   private validate(def: JobDefinition, body: unknown): unknown {
@@ -137,7 +151,10 @@ export class JobsService {
     const { job, state } = await this.load(id);
     if (job && state !== 'unknown') return viewOfJob(job, state);
     if (!JOB_ID.test(id)) return undefined;
-    const [cancelled, cached] = await Promise.all([this.redis.get(this.keys.cancelledView(id)), this.cache.getById(id)]);
+    const [cancelled, cached] = await Promise.all([
+      this.redis.get(this.keys.cancelledView(id)),
+      this.cache.getById(id).catch(() => undefined),
+    ]);
     if (cancelled) return JSON.parse(cancelled) as JobView;
     return cached ? viewOfCached(cached) : undefined;
   }

@@ -1,0 +1,42 @@
+import type { IncomingMessage } from 'node:http';
+import { FastifyAdapter } from '@nestjs/platform-fastify';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Config } from '@app/config';
+import type { Lifecycle } from '@app/health';
+import { requestIdFrom } from '@app/logging';
+import { registerJsonBody } from './json-body';
+import { sendProblem } from './problem.reply';
+import { registerSecurityHeaders } from './security-headers';
+
+/** Time a client has to send a whole request (headers and body); slow-loris clients are cut off. */
+const REQUEST_TIMEOUT_MS = 30_000;
+
+export function createAdapter(config: Config): FastifyAdapter {
+  return new FastifyAdapter({
+    bodyLimit: config.bodyLimit,
+    requestTimeout: REQUEST_TIMEOUT_MS,
+    return503OnClosing: true,
+    // The caller's x-request-id (when it is a plain token) becomes the request id: it is echoed
+    // back, written on every log line of the request and carried into the job it submits.
+    genReqId: (req: IncomingMessage) => requestIdFrom(req.headers['x-request-id']),
+    // Errors Fastify's router raises before Nest sees the request (bad URL encoding, long ids).
+    frameworkErrors: (error: FastifyError, request: FastifyRequest, reply: FastifyReply) => void sendProblem(error, request, reply),
+    routerOptions: { maxParamLength: 1024 },
+  });
+}
+
+/** Hooks on the Fastify instance under Nest: request ids, JSON bodies, security headers, draining. */
+export function configureFastify(fastify: FastifyInstance, config: Config, lifecycle: Lifecycle): void {
+  fastify.addHook('onRequest', (request, reply, done) => {
+    void reply.header('x-request-id', request.id);
+    done();
+  });
+  fastify.addHook('onSend', (request, reply, payload, done) => {
+    // why: while draining, each response closes its keep-alive connection, so the server can stop
+    // once in-flight requests are answered instead of waiting out idle client connections.
+    if (lifecycle.shuttingDown) void reply.header('connection', 'close');
+    done(null, payload);
+  });
+  registerSecurityHeaders(fastify);
+  registerJsonBody(fastify, config.bodyLimit);
+}

@@ -1,0 +1,57 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { createHash } from 'node:crypto';
+import { Inject, Injectable, Logger, NestMiddleware } from '@nestjs/common';
+import type IORedis from 'ioredis';
+import { CONFIG, type Config } from '@app/config';
+import { ApiError } from '../http/api-error';
+import { QUEUE_REDIS } from '../jobs/queue.providers';
+import { ApiKeys } from './api-keys';
+import { clientAddress } from './client-address';
+import { RateLimiter } from './rate-limiter';
+
+/**
+ * Who may call /v1, and how often. Runs as middleware, before the body is read, so a caller without
+ * a key or over its budget cannot make the API parse megabytes first.
+ */
+@Injectable()
+export class AccessMiddleware implements NestMiddleware {
+  private readonly logger = new Logger('Access');
+  private readonly keys: ApiKeys;
+  private readonly limiter?: RateLimiter;
+
+  constructor(@Inject(CONFIG) private readonly config: Config, @Inject(QUEUE_REDIS) redis: IORedis) {
+    this.keys = new ApiKeys(config.apiKeys);
+    if (config.rateLimitPerMinute > 0) {
+      this.limiter = new RateLimiter(redis, config.redisPrefix, config.rateLimitPerMinute, config.rateLimitBurst);
+    }
+  }
+
+  async use(req: IncomingMessage, res: ServerResponse, next: (error?: unknown) => void): Promise<void> {
+    let client: string;
+    if (this.keys.enabled) {
+      const name = this.keys.identify(req.headers);
+      if (!name) {
+        return next(
+          new ApiError('UNAUTHORIZED', 'A valid API key is required (Authorization: Bearer <key> or x-api-key)', {
+            headers: { 'www-authenticate': 'Bearer realm="nest-offload"' },
+          }),
+        );
+      }
+      client = `key:${name}`;
+    } else {
+      // why hashed: the rate-limit key in Redis should not hold client addresses in clear.
+      client = `ip:${createHash('sha256').update(clientAddress(req, this.config.trustProxyHops)).digest('base64url').slice(0, 22)}`;
+    }
+    if (this.limiter) {
+      const decision = await this.limiter.take(client).catch((error: unknown) => {
+        // why fail open: the limiter protects Redis-backed work, which answers 503 by itself if Redis is down.
+        this.logger.warn(`rate limiter unavailable, letting the request through: ${String(error)}`);
+        return { allowed: true, retryAfterSeconds: 0 };
+      });
+      if (!decision.allowed) {
+        return next(new ApiError('RATE_LIMITED', 'Too many requests; slow down', { retryAfterSeconds: decision.retryAfterSeconds }));
+      }
+    }
+    next();
+  }
+}
