@@ -1,26 +1,29 @@
-import { AppProcess, startStack, stackEnv } from './support/apps';
+import { AppProcess, startApp, startStack, stackEnv } from './support/apps';
 import { getJob, readEvents, request, submit } from './support/http';
 import { waitFor } from './support/wait';
 
 /** Single flight, cancellation and event streams, across the API and worker processes. */
 describe('job lifecycle', () => {
   let api: AppProcess;
+  let otherApi: AppProcess; // a second API replica on the same Redis
   let worker: AppProcess;
   let stop: () => Promise<void>;
 
   beforeAll(async () => {
-    ({ api, worker, stop } = await startStack(stackEnv('lifecycle', { WORKER_THREADS: '2' })));
+    const env = stackEnv('lifecycle', { WORKER_THREADS: '2' });
+    ({ api, worker, stop } = await startStack(env));
+    otherApi = await startApp('api', env);
   });
-  afterAll(() => stop());
+  afterAll(() => Promise.all([stop(), otherApi.stop()]));
 
   const started = (type: string) => worker.metric('nest_offload_job_run_seconds_count', { type });
   const status = async (id: string) => (await getJob(api.url, id)).body.status as string;
 
   describe('single flight', () => {
-    it('runs identical concurrent submissions once and gives every caller the same job', async () => {
+    it('runs identical concurrent submissions to two replicas once and gives every caller the same job', async () => {
       const before = await started('sum');
       const input = { n: 150_000_000 };
-      const replies = await Promise.all(Array.from({ length: 25 }, () => submit(api.url, 'sum', input)));
+      const replies = await Promise.all(Array.from({ length: 26 }, (_, i) => submit((i % 2 ? otherApi : api).url, 'sum', input)));
       const ids = new Set(replies.map((r) => r.body.id));
       expect(ids.size).toBe(1);
       expect(replies.every((r) => [200, 202].includes(r.status))).toBe(true);
@@ -46,7 +49,7 @@ describe('job lifecycle', () => {
       const { body } = await submit(api.url, 'chaos', { mode: 'spin', ms: 60_000, tag: 'cancel-running' });
       await waitFor(async () => (await status(body.id)) === 'active', { what: 'active' });
       const t0 = Date.now();
-      const res = await request(`${api.url}/v1/jobs/${body.id}`, { method: 'DELETE' });
+      const res = await request(`${otherApi.url}/v1/jobs/${body.id}`, { method: 'DELETE' });
       expect(res.status).toBe(200);
       expect(res.body).toMatchObject({ id: body.id, status: 'cancelled', error: { code: 'JOB_CANCELLED' } });
       expect(Date.now() - t0).toBeLessThan(1500);
@@ -84,9 +87,9 @@ describe('job lifecycle', () => {
   });
 
   describe('events', () => {
-    it('streams progress, then completed, then ends', async () => {
+    it('streams progress, then completed, then ends, from any replica', async () => {
       const { body } = await submit(api.url, 'chaos', { mode: 'spin', ms: 1200, tag: 'sse' });
-      const events = await readEvents(`${api.url}/v1/jobs/${body.id}/events`);
+      const events = await readEvents(`${otherApi.url}/v1/jobs/${body.id}/events`);
       const names = events.map((e) => e.event);
       expect(names.at(-1)).toBe('completed');
       expect(names.slice(0, -1).every((n) => n === 'progress')).toBe(true);
@@ -98,7 +101,7 @@ describe('job lifecycle', () => {
 
     it('ends with cancelled when the job is cancelled, on another API replica', async () => {
       const { body } = await submit(api.url, 'chaos', { mode: 'spin', ms: 60_000, tag: 'sse-cancel' });
-      const stream = readEvents(`${api.url}/v1/jobs/${body.id}/events`);
+      const stream = readEvents(`${otherApi.url}/v1/jobs/${body.id}/events`);
       await waitFor(async () => (await status(body.id)) === 'active', { what: 'active' });
       await request(`${api.url}/v1/jobs/${body.id}`, { method: 'DELETE' });
       const events = await stream;
