@@ -1,16 +1,17 @@
-import { AppProcess, startStack, stackEnv } from './support/apps';
-import { request, submit } from './support/http';
+import { Queue } from 'bullmq';
+import { AppProcess, AppEnv, startStack, stackEnv } from './support/apps';
+import { getJob, request, submit } from './support/http';
+import { waitFor } from './support/wait';
 
 /** One bad job fails only itself, with a clear code; the pool replaces its thread and keeps serving. */
 describe('job faults', () => {
   let api: AppProcess;
   let worker: AppProcess;
   let stop: () => Promise<void>;
+  const env: AppEnv = stackEnv('faults', { WORKER_THREADS: '2', JOB_TIMEOUT_MS: '1500', WORKER_MAX_MEMORY_MB: '64' });
 
   beforeAll(async () => {
-    ({ api, worker, stop } = await startStack(
-      stackEnv('faults', { WORKER_THREADS: '2', JOB_TIMEOUT_MS: '1500', WORKER_MAX_MEMORY_MB: '64' }),
-    ));
+    ({ api, worker, stop } = await startStack(env));
   });
   afterAll(() => stop());
 
@@ -50,6 +51,26 @@ describe('job faults', () => {
   it('retries a transient failure with backoff and then succeeds', async () => {
     const res = await submit(api.url, 'chaos', { mode: 'flaky', tag: 'retry' }, { wait: 15 });
     expect(res.body).toMatchObject({ status: 'completed', attempts: 2, result: { attempt: 2 } });
+  });
+
+  it('rejects a job whose type or version this worker does not run, without retrying', async () => {
+    // What an API of a newer release could enqueue during a rolling deploy.
+    const queue = new Queue('jobs', { connection: { url: env.REDIS_URL }, prefix: env.REDIS_PREFIX });
+    try {
+      const ids = ['3f1c1d9e-0000-4000-8000-000000000001', '3f1c1d9e-0000-4000-8000-000000000002'];
+      await queue.add('fibonacci', { input: { n: 5 }, version: 99, key: 'fibonacci:v99:x' }, { jobId: ids[0], attempts: 3 });
+      await queue.add('primes', { input: {}, version: 1, key: 'primes:v1:x' }, { jobId: ids[1], attempts: 3 });
+      for (const id of ids) {
+        const view = await waitFor(async () => {
+          const { body } = await getJob(api.url, id);
+          return body.status === 'failed' && body;
+        }, { what: `job ${id} rejected` });
+        expect(view).toMatchObject({ attempts: 1, error: { code: 'JOB_REJECTED' } });
+      }
+      expect(await worker.metric('nest_offload_jobs_finished_total', { outcome: 'JOB_REJECTED' })).toBe(2);
+    } finally {
+      await queue.close();
+    }
   });
 
   it('keeps the worker process alive throughout', () => {

@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import { MessageChannel } from 'node:worker_threads';
 import { Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
+import { PinoLogger } from 'nestjs-pino';
 import Piscina from 'piscina';
 import { CONFIG, type Config } from '@app/config';
 import { CodedJobError, JobFailureCode } from '@app/jobs';
@@ -22,7 +23,7 @@ export class JobPool implements OnApplicationShutdown {
   private readonly pool: Piscina<ThreadTask, ThreadResult>;
   private closed = false;
 
-  constructor(@Inject(CONFIG) config: Config) {
+  constructor(@Inject(CONFIG) config: Config, logger: PinoLogger) {
     this.pool = new Piscina({
       filename: join(__dirname, 'thread.js'),
       minThreads: config.workerThreads,
@@ -34,6 +35,9 @@ export class JobPool implements OnApplicationShutdown {
       niceIncrement: config.workerNice,
       resourceLimits: { maxOldGenerationSizeMb: config.workerMaxMemoryMb },
     });
+    // why: errors outside any task (a thread failing to start) would otherwise crash the process;
+    // the jobs they affect fail through their own promises.
+    this.pool.on('error', (error: unknown) => logger.error({ err: error }, 'pool thread error'));
   }
 
   async run(name: string, input: unknown, options: RunOptions): Promise<unknown> {

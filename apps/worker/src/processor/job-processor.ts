@@ -94,18 +94,21 @@ export class JobProcessor implements OnApplicationBootstrap {
 
   private async process(job: Job<JobData, unknown, string>, token: string, signal: AbortSignal): Promise<unknown> {
     const log = this.logger.logger.child({ jobId: job.id, type: job.name, requestId: job.data.requestId, attempt: job.attemptsMade + 1 });
+    const refuse = (code: JobFailureCode, message: string) => {
+      this.metrics.count(job.name, code);
+      log.warn({ code }, `job failed: ${message}`);
+      return new UnrecoverableError(formatFailure(code, message));
+    };
     const def = this.registry.get(job.name);
-    if (!def) throw new UnrecoverableError(formatFailure(JobFailureCode.JOB_REJECTED, `this worker has no job type "${job.name}"`));
+    if (!def) throw refuse(JobFailureCode.JOB_REJECTED, `this worker has no job type "${job.name}"`);
     if (job.data.version !== def.version) {
-      throw new UnrecoverableError(
-        formatFailure(JobFailureCode.JOB_REJECTED, `job is for ${def.name} v${job.data.version}; this worker runs v${def.version}`),
-      );
+      throw refuse(JobFailureCode.JOB_REJECTED, `job is for ${def.name} v${job.data.version}; this worker runs v${def.version}`);
     }
     const [cancelled, cached] = await Promise.all([
       this.redis.exists(this.keys.cancelMarker(job.id!)),
       def.cacheTtlSeconds > 0 ? this.cache.get(job.data.key).catch(() => undefined) : undefined,
     ]);
-    if (cancelled) throw new UnrecoverableError(formatFailure(JobFailureCode.JOB_CANCELLED, 'cancelled before it started'));
+    if (cancelled) throw refuse(JobFailureCode.JOB_CANCELLED, 'cancelled before it started');
     // why: an identical job finished between the API's cache check and this pickup; reuse its result.
     if (cached) return cached.result;
 

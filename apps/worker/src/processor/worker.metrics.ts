@@ -54,6 +54,11 @@ export class WorkerMetrics {
     return this.running;
   }
 
+  /** Counts an attempt that ended before it reached the pool (rejected or cancelled while queued). */
+  count(type: string, outcome: string): void {
+    this.finished.inc({ type, outcome });
+  }
+
   /** Starts timing one attempt; call the returned function with its outcome. */
   start(type: string): (outcome: string) => void {
     this.running++;
