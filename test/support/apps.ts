@@ -116,6 +116,19 @@ export async function startApp(kind: 'api' | 'worker', env: AppEnv, { waitFor: u
   return app;
 }
 
+/**
+ * Runs a plain Node script (a test fixture, not one of the apps) as a child process with `env`, its
+ * JSON log lines captured like an app's. It is killed with the other children if the test dies.
+ */
+export function startScript(file: string, env: AppEnv): AppProcess {
+  const proc = spawn(process.execPath, [file], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH, NODE_ENV: 'test', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  return new AppProcess('worker', 0, proc);
+}
+
 /** A private key prefix per test file, so tests share a Redis without seeing each other's jobs. */
 export function uniquePrefix(name: string): string {
   return `e2e-${name}-${randomBytes(4).toString('hex')}`;

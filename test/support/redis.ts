@@ -64,6 +64,11 @@ export class RedisServer {
     await exited;
   }
 
+  /** Sends `signal` to the running server without waiting: SIGSTOP freezes it (connections stay open, nothing answers), SIGCONT thaws it. */
+  signalProcess(signal: NodeJS.Signals): void {
+    if (this.proc && this.proc.exitCode === null) this.proc.kill(signal);
+  }
+
   async stop(): Promise<void> {
     await this.stopProcess();
     rmSync(this.dir, { recursive: true, force: true });

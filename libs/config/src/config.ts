@@ -73,6 +73,7 @@ const schema = z.object({
   SHUTDOWN_TIMEOUT_MS: int(0, 3600 * 1000).default(25_000),
   MAX_BACKLOG: int(1, 100_000_000).default(10_000),
   MAX_WAIT_SECONDS: int(0, 300).default(30),
+  REQUEST_TIMEOUT_MS: int(1000, 600_000).default(30_000),
   BODY_LIMIT: size.default(5 * 1024 ** 2),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   CHAOS_JOBS: bool.default(false),
@@ -110,6 +111,8 @@ export interface Config {
   readonly shutdownTimeoutMs: number;
   readonly maxBacklog: number;
   readonly maxWaitSeconds: number;
+  /** Time a client has to send a whole request, headers and body; slower clients are cut off. */
+  readonly requestTimeoutMs: number;
   readonly bodyLimit: number;
   readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   /** Registers the `chaos` job type (crash, hang, leak on demand) for tests and drills. */
@@ -184,6 +187,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, app?: 'api' | '
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
     maxBacklog: e.MAX_BACKLOG,
     maxWaitSeconds: e.MAX_WAIT_SECONDS,
+    requestTimeoutMs: e.REQUEST_TIMEOUT_MS,
     bodyLimit: e.BODY_LIMIT,
     logLevel: e.LOG_LEVEL,
     chaosJobs: e.CHAOS_JOBS,

@@ -22,6 +22,17 @@ describe('job types', () => {
     expect(pbkdf2.run(input, ctx)).toEqual({ hash: pbkdf2Sync('pw', 'salt', 1000, 64, 'sha512').toString('hex') });
   });
 
+  it('pbkdf2 accepts its maximum work in any shape', () => {
+    for (const input of [
+      { iterations: 10_000_000 },
+      { iterations: 10_000_000, keylen: 20, digest: 'sha1' },
+      { iterations: 5_000_000, keylen: 128 },
+      { iterations: 1, keylen: 1024, digest: 'sha1' },
+    ]) {
+      expect(pbkdf2.input.safeParse({ password: 'p', salt: 's', ...input }).success).toBe(true);
+    }
+  });
+
   it('sum is exact beyond 2^53 and reports progress', () => {
     expect(sumTo(10)).toBe(55n);
     expect(sumTo(1)).toBe(1n);
@@ -47,6 +58,8 @@ describe('job types', () => {
     [pbkdf2, { password: '', salt: 's', iterations: 1 }],
     [pbkdf2, { password: 'p', salt: 's', iterations: 10_000_001 }],
     [pbkdf2, { password: 'p', salt: 's', iterations: 1, digest: 'md5' }],
+    [pbkdf2, { password: 'p', salt: 's', iterations: 10_000_000, keylen: 1024, digest: 'sha1' }],
+    [pbkdf2, { password: 'p', salt: 's', iterations: 5_000_001, keylen: 65 }],
     [sum, { n: 0 }],
     [sum, { n: 1e12 + 1 }],
     [sort, { numbers: [1, 'a'] }],

@@ -6,7 +6,6 @@ export const API_ERRORS = {
   NOT_FOUND: { status: 404, title: 'Not found' },
   UNKNOWN_JOB_TYPE: { status: 404, title: 'Unknown job type' },
   JOB_NOT_FOUND: { status: 404, title: 'Job not found' },
-  METHOD_NOT_ALLOWED: { status: 405, title: 'Method not allowed' },
   JOB_ALREADY_FINISHED: { status: 409, title: 'Job already finished' },
   PAYLOAD_TOO_LARGE: { status: 413, title: 'Payload too large' },
   URI_TOO_LONG: { status: 414, title: 'URI too long' },

@@ -5,16 +5,18 @@ import type { Config } from '@app/config';
 import type { Lifecycle } from '@app/health';
 import { requestIdFrom } from '@app/logging';
 import { registerJsonBody } from './json-body';
-import { sendProblem } from './problem.reply';
+import { answerClientError, sendProblem } from './problem.reply';
 import { registerSecurityHeaders } from './security-headers';
-
-/** Time a client has to send a whole request (headers and body); slow-loris clients are cut off. */
-const REQUEST_TIMEOUT_MS = 30_000;
 
 export function createAdapter(config: Config): FastifyAdapter {
   return new FastifyAdapter({
     bodyLimit: config.bodyLimit,
-    requestTimeout: REQUEST_TIMEOUT_MS,
+    // Slow-loris clients (trickled headers or body) are cut off after REQUEST_TIMEOUT_MS; why the
+    // checking interval: Node checks those timeouts every 30 s by default, which doubles them.
+    requestTimeout: config.requestTimeoutMs,
+    http: { connectionsCheckingInterval: 1000, headersTimeout: Math.min(config.requestTimeoutMs, 60_000) },
+    // Malformed HTTP (bad request line, bad chunking, header overflow) gets a problem too.
+    clientErrorHandler: answerClientError,
     return503OnClosing: true,
     // The caller's x-request-id (when it is a plain token) becomes the request id: it is echoed
     // back, written on every log line of the request and carried into the job it submits.

@@ -37,7 +37,6 @@ const BY_STATUS: Record<number, ApiErrorCode> = {
   400: 'MALFORMED_REQUEST',
   401: 'UNAUTHORIZED',
   404: 'NOT_FOUND',
-  405: 'METHOD_NOT_ALLOWED',
   413: 'PAYLOAD_TOO_LARGE',
   414: 'URI_TOO_LONG',
   415: 'UNSUPPORTED_MEDIA_TYPE',
@@ -63,7 +62,14 @@ export function toProblem(error: unknown): ProblemResponse {
   if (fastifyCode) return toProblem(new ApiError(fastifyCode, err.message ?? API_ERRORS[fastifyCode].title));
   // JSON syntax errors and prototype-poisoning rejections from the body parser carry statusCode 400.
   if (err?.statusCode === 400 && (err.name === 'SyntaxError' || err.code?.startsWith('FST_'))) {
-    return toProblem(new ApiError('MALFORMED_REQUEST', `Body is not valid JSON: ${err.message}`));
+    const detail = /forbidden prototype property/.test(err.message ?? '')
+      ? 'Body must not contain "__proto__" or "constructor.prototype" keys'
+      : `Body is not valid JSON: ${err.message}`;
+    return toProblem(new ApiError('MALFORMED_REQUEST', detail));
+  }
+  // The client hung up mid-request: its fault, and nobody is left to read the answer.
+  if (err?.code === 'ECONNRESET' || err?.message === 'aborted') {
+    return toProblem(new ApiError('MALFORMED_REQUEST', 'The client closed the connection before sending the whole request'));
   }
   if (error instanceof HttpException) {
     const status = error.getStatus();
