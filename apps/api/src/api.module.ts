@@ -9,6 +9,7 @@ import { JobRegistry } from '@app/jobs';
 import { loggingModule } from '@app/logging';
 import { MetricsModule } from '@app/metrics';
 import { pingRedis } from '@app/redis';
+import { DemoModule } from './demo/demo.module';
 import { ProblemFilter } from './http/problem.filter';
 import { JobTypesController } from './job-types/job-types.controller';
 import { JobEvents } from './jobs/job-events';
@@ -24,7 +25,7 @@ export class ApiModule implements NestModule {
   static forRoot(config: Config): DynamicModule {
     return {
       module: ApiModule,
-      imports: [ConfigModule.forRoot(config), loggingModule(config, 'api'), CacheModule, MetricsModule],
+      imports: [ConfigModule.forRoot(config), loggingModule(config, 'api'), CacheModule, MetricsModule, ...(config.demo ? [DemoModule] : [])],
       controllers: [JobsController, JobTypesController, HealthController],
       providers: [
         { provide: APP_FILTER, useClass: ProblemFilter },

@@ -1,0 +1,28 @@
+import { BadRequestException, NotFoundException } from '@nestjs/common';
+import { allJobs, JobDefinition, JobRegistry } from '../../libs/jobs/src';
+
+/** The job types the baselines serve: the template's own declarations, so the work is identical. */
+export const baselineJobs = new JobRegistry(allJobs);
+
+/** What the baselines answer for a job: the fields of the template's view the bench reads. */
+export interface BaselineView {
+  id: string;
+  type: string;
+  status: 'completed' | 'queued' | 'active' | 'failed';
+  result?: unknown;
+  attempts: number;
+  createdAt: string;
+  startedAt?: string;
+  finishedAt?: string;
+}
+
+/** Validates `body` like the template does (404 for an unknown type, 400 for bad input). */
+export function validated(type: string, body: unknown): { def: JobDefinition; input: unknown } {
+  const def = baselineJobs.get(type);
+  if (!def) throw new NotFoundException(`No job type named "${type}"`);
+  const parsed = def.input.safeParse(body);
+  if (!parsed.success) throw new BadRequestException(parsed.error.issues.slice(0, 20));
+  return { def, input: parsed.data };
+}
+
+export const iso = (ms: number | undefined) => (ms ? new Date(ms).toISOString() : undefined);

@@ -1,0 +1,39 @@
+import { createServer } from 'node:http';
+import { Worker } from 'bullmq';
+import IORedis from 'ioredis';
+import { sum } from '../../libs/jobs/src/sum.job';
+import { RAW_QUEUE } from './baseline.tokens';
+import { noProgress } from './no-progress';
+
+/**
+ * Raw BullMQ's consumer: a plain Worker whose processor runs the same trivial job (`sum`) inline, with
+ * the template worker's concurrency. Env: REDIS_URL, REDIS_PREFIX, CONCURRENCY, PORT (readiness only).
+ */
+async function main(): Promise<void> {
+  const connection = new IORedis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', { maxRetriesPerRequest: null });
+  const worker = new Worker<{ input: { n: number } }>(RAW_QUEUE, async (job) => sum.run(job.data.input, noProgress), {
+    connection,
+    prefix: process.env.REDIS_PREFIX ?? 'raw',
+    concurrency: Number(process.env.CONCURRENCY ?? 2),
+  });
+  worker.on('error', (error) => console.error('worker error', error));
+  await worker.waitUntilReady();
+  const server = createServer((req, res) => {
+    const ok = req.url?.startsWith('/health/') && worker.isRunning();
+    res.writeHead(ok ? 200 : 503, { 'content-type': 'application/json' }).end(JSON.stringify({ status: ok ? 'ok' : 'unavailable' }));
+  });
+  server.listen(Number(process.env.PORT ?? 0), process.env.HOST ?? '127.0.0.1');
+  const stop = async () => {
+    server.close();
+    await worker.close();
+    await connection.quit().catch(() => undefined);
+    process.exit(0);
+  };
+  process.once('SIGTERM', () => void stop());
+  process.once('SIGINT', () => void stop());
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exit(1);
+});

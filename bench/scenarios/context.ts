@@ -1,0 +1,68 @@
+import { randomBytes } from 'node:crypto';
+import type IORedis from 'ioredis';
+import type { AppProcess } from '../../test/support/apps';
+import type { BenchOptions } from '../support/options';
+import type { Progress } from '../support/progress';
+import type { BenchRedis, Env } from '../support/stack';
+
+/** The processes a run starts; each scenario uses some of them. */
+export interface Servers {
+  api: AppProcess;
+  worker: AppProcess;
+  /** NestJS doing the CPU work in its request handler. */
+  inHandler?: AppProcess;
+  /** NestJS with an @nestjs/bullmq processor in the same process. */
+  inProcess?: AppProcess;
+  /** A plain BullMQ Worker with a trivial processor. */
+  rawWorker?: AppProcess;
+  /** Bare node:http: GET/POST items and a trivial /health/live. */
+  plain?: AppProcess;
+  fastify?: AppProcess;
+  express?: AppProcess;
+}
+
+export interface BenchContext {
+  opts: BenchOptions;
+  progress: Progress;
+  redis: BenchRedis;
+  /** A connection of the bench's own (INFO, key cleanup). */
+  redisClient: IORedis;
+  /** Key prefix of this run; the template uses it as is, the baselines add a suffix. */
+  prefix: string;
+  servers: Servers;
+  /** The env the template's apps were started with (scenarios start variants from it). */
+  templateEnv: Env;
+  /** pbkdf2 iterations that take about `ms` on one thread of this machine. */
+  iterationsFor(ms: number): number;
+}
+
+/** A value never used before in this process: fresh salts and tags, so nothing is served from cache. */
+export function fresh(): string {
+  return `${Date.now().toString(36)}-${randomBytes(6).toString('hex')}`;
+}
+
+let counter = 0;
+/** Distinct small integers (the `n` of trivial `sum` jobs), so no two jobs share a cache key. */
+export function nextN(): number {
+  return ++counter;
+}
+
+/** `items` rotated by `round`: alternates which side of a comparison goes first. */
+export function rotate<T>(items: readonly T[], round: number): T[] {
+  const k = round % items.length;
+  return [...items.slice(k), ...items.slice(0, k)];
+}
+
+export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** A scenario: rounds run across passes, then one result. */
+export interface Scenario<R> {
+  readonly name: string;
+  /** Before the first round of a pass (start extra processes, warm up). */
+  beginPass?(pass: number): Promise<void>;
+  round(round: number, rounds: number): Promise<void>;
+  endPass?(pass: number): Promise<void>;
+  result(): R;
+  /** Releases what the scenario opened (clients, pools, processes). */
+  close?(): Promise<void>;
+}

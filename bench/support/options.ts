@@ -1,0 +1,89 @@
+import { join } from 'node:path';
+
+/** The scenarios `npm run bench` runs by default, in order; `payload` is an extra, run on request. */
+export const SCENARIOS = ['isolation', 'cpu', 'overhead', 'cache', 'singleFlight', 'adapters'] as const;
+export const EXTRA_SCENARIOS = ['payload'] as const;
+export type ScenarioName = (typeof SCENARIOS)[number] | (typeof EXTRA_SCENARIOS)[number];
+
+/** Every knob of a run. Full runs fit in ~6 minutes here; smoke runs in seconds and asserts nothing. */
+export interface BenchOptions {
+  smoke: boolean;
+  /** The scenario list runs this many times back to back; memory is compared across passes. */
+  passes: number;
+  /** Alternating rounds per scenario in each pass; ratios are the median over all rounds. */
+  roundsPerPass: number;
+  scenarios: ScenarioName[];
+  /** The repository root. */
+  root: string;
+  /** The built apps (`nest build` output); BENCH_DIST points at a variant build to compare. */
+  dist: string;
+  resultsDir: string;
+  /** Use this Redis instead of starting one (keys go under a unique prefix and are deleted afterwards). */
+  redisUrl?: string;
+  /** Pool threads of the template's worker, and threads of raw piscina. */
+  threads: number;
+  /** Extra env for the template's apps, for trying tuning variants (BENCH_APP_ENV="WORKER_NICE=0,…"). */
+  appEnv: Record<string, string>;
+  /** Node flags for the template's apps (BENCH_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof"). */
+  nodeArgs: string[];
+  logLevel: string;
+  /** Target duration of the CPU job (pbkdf2 iterations are calibrated to it). */
+  cpuJobMs: number;
+  isolation: { connections: number; idleS: number; saturatedS: number; saturators: number; jobMs: number; fixedRate: number };
+  cpu: { jobs: number; clients: number };
+  overhead: { clients: number; durationS: number; sequential: number };
+  cache: { connections: number; durationS: number; sequential: number };
+  singleFlight: { callers: number; jobMs: number };
+  adapters: { connections: number; durationS: number };
+  payload: { sizes: number[] };
+  /** Memory soak after the passes: chunks × jobs per chunk (0 chunks: none). */
+  soak: { chunks: number; perChunk: number };
+}
+
+function envList(value: string | undefined): string[] {
+  return (value ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+}
+
+function parseAppEnv(value: string | undefined): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const pair of envList(value)) {
+    const eq = pair.indexOf('=');
+    if (eq <= 0) throw new Error(`BENCH_APP_ENV: "${pair}" is not NAME=value`);
+    env[pair.slice(0, eq)] = pair.slice(eq + 1);
+  }
+  return env;
+}
+
+export function loadOptions(env: NodeJS.ProcessEnv = process.env, argv: readonly string[] = process.argv): BenchOptions {
+  const smoke = argv.includes('--smoke') || env.BENCH_SMOKE === '1' || env.BENCH_SMOKE === 'true';
+  const root = env.BENCH_ROOT ?? process.cwd();
+  const wanted = envList(env.BENCH_SCENARIOS);
+  const known = new Set<string>([...SCENARIOS, ...EXTRA_SCENARIOS]);
+  for (const name of wanted) if (!known.has(name)) throw new Error(`BENCH_SCENARIOS: unknown scenario "${name}" (known: ${[...known].join(', ')})`);
+  const int = (name: string, fallback: number) => (env[name] ? Number(env[name]) : fallback);
+  return {
+    smoke,
+    passes: int('BENCH_PASSES', smoke ? 1 : 2),
+    roundsPerPass: int('BENCH_ROUNDS', smoke ? 1 : 2),
+    scenarios: (wanted.length > 0 ? wanted : [...SCENARIOS]) as ScenarioName[],
+    root,
+    dist: env.BENCH_DIST ?? join(root, 'dist'),
+    resultsDir: env.BENCH_RESULTS_DIR ?? join(root, 'bench', 'results', smoke ? 'smoke' : ''),
+    redisUrl: env.REDIS_URL || undefined,
+    threads: int('BENCH_THREADS', 2),
+    appEnv: parseAppEnv(env.BENCH_APP_ENV),
+    nodeArgs: (env.BENCH_NODE_ARGS ?? '').split(/\s+/).filter(Boolean),
+    logLevel: env.BENCH_LOG_LEVEL ?? 'warn',
+    cpuJobMs: 25,
+    isolation: smoke
+      ? { connections: 4, idleS: 0.4, saturatedS: 0.4, saturators: 3, jobMs: 50, fixedRate: 200 }
+      : { connections: 8, idleS: 3, saturatedS: 4, saturators: 4, jobMs: 100, fixedRate: 1000 },
+    cpu: smoke ? { jobs: 8, clients: 4 } : { jobs: 160, clients: 8 },
+    overhead: smoke ? { clients: 32, durationS: 0.4, sequential: 10 } : { clients: 32, durationS: 3, sequential: 150 },
+    cache: smoke ? { connections: 8, durationS: 0.4, sequential: 20 } : { connections: 8, durationS: 3, sequential: 400 },
+    singleFlight: smoke ? { callers: 100, jobMs: 50 } : { callers: 100, jobMs: 100 },
+    adapters: smoke ? { connections: 8, durationS: 0.3 } : { connections: 8, durationS: 2 },
+    payload: { sizes: smoke ? [1000, 10_000] : [1000, 10_000, 100_000, 300_000] },
+    soak: smoke ? { chunks: 2, perChunk: 200 } : { chunks: int('BENCH_SOAK_CHUNKS', 6), perChunk: 5000 },
+  };
+}

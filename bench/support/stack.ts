@@ -1,0 +1,123 @@
+import { spawn } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import IORedis from 'ioredis';
+import { AppProcess } from '../../test/support/apps';
+import { RedisServer, redisReachable } from '../../test/support/redis';
+import { freePort } from '../../test/support/wait';
+
+export type Env = Record<string, string | undefined>;
+
+/**
+ * Starts a Node script as a child process on a free port (passed as `portVar`) and waits until its
+ * /health/ready answers. The test helpers' AppProcess tracks it: logs, pid, metrics, stop, and a kill
+ * on exit should the bench die half-way.
+ */
+export async function startNode(
+  script: string,
+  env: Env,
+  options: { cwd: string; portVar?: string; kind?: 'api' | 'worker'; port?: number; nodeArgs?: string[] },
+): Promise<AppProcess> {
+  const port = options.port ?? (await freePort());
+  const proc = spawn(process.execPath, [...(options.nodeArgs ?? []), script], {
+    cwd: options.cwd,
+    env: { PATH: process.env.PATH, HOST: '127.0.0.1', ...env, [options.portVar ?? 'PORT']: String(port) },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const app = new AppProcess(options.kind ?? 'api', port, proc);
+  try {
+    await app.ready(60_000);
+  } catch (error) {
+    app.signal('SIGKILL');
+    throw new Error(`${script} did not start: ${String(error)}\n${app.stderr.join('').slice(-2000)}`);
+  }
+  return app;
+}
+
+/** The template's two apps, built by `nest build` into `dist` (`root`/dist unless told otherwise). */
+export async function startTemplate(
+  root: string,
+  env: Env,
+  options: { api?: number; worker?: number; dist?: string; nodeArgs?: string[] } = {},
+): Promise<{ api: AppProcess; worker: AppProcess }> {
+  const entry = (app: string) => join(options.dist ?? join(root, 'dist'), 'apps', app, 'src', 'main.js');
+  if (!existsSync(entry('api'))) throw new Error(`no build at ${entry('api')}: run \`npx nest build\` first (npm run bench does)`);
+  const [api, worker] = await Promise.all([
+    startNode(entry('api'), env, { cwd: root, kind: 'api', port: options.api, nodeArgs: options.nodeArgs }),
+    startNode(entry('worker'), env, { cwd: root, portVar: 'WORKER_PORT', kind: 'worker', port: options.worker, nodeArgs: options.nodeArgs }),
+  ]);
+  return { api, worker };
+}
+
+/** Resident set size of a process, from /proc (Linux). */
+export function rssBytes(pid: number): number {
+  try {
+    const match = /^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return match ? Number(match[1]) * 1024 : NaN;
+  } catch {
+    return NaN;
+  }
+}
+
+/** CPU time (user + system) a process has used so far, in ms, from /proc (Linux; 10 ms ticks). */
+export function cpuMs(pid: number): number {
+  try {
+    // Fields after the command name (which may hold spaces): utime and stime are the 12th and 13th.
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return NaN;
+  }
+}
+
+export interface BenchRedis {
+  url: string;
+  /** True when the bench started this server: nothing else uses it, so command counts are ours. */
+  own: boolean;
+  stop(): Promise<void>;
+}
+
+/** REDIS_URL when given (it must answer), else a redis-server of our own on a free port. */
+export async function startRedis(url: string | undefined): Promise<BenchRedis> {
+  if (url) {
+    if (!(await redisReachable(url))) throw new Error(`REDIS_URL ${url.replace(/\/\/[^@]*@/, '//***@')} does not answer`);
+    return { url, own: false, stop: async () => undefined };
+  }
+  const server = await RedisServer.start();
+  return { url: server.url, own: true, stop: () => server.stop() };
+}
+
+/** Total commands Redis has executed so far (INFO commandstats), to count commands per job. */
+export async function redisCommandCount(redis: IORedis): Promise<number> {
+  const info = await redis.info('commandstats');
+  let total = 0;
+  for (const match of info.matchAll(/^cmdstat_[^:]+:calls=(\d+)/gm)) total += Number(match[1]);
+  return total;
+}
+
+/** Deletes every key under `prefix` (used when the bench ran on someone else's Redis). */
+export async function deleteKeys(redis: IORedis, prefix: string): Promise<number> {
+  let deleted = 0;
+  let cursor = '0';
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
+    cursor = next;
+    if (keys.length > 0) deleted += await redis.unlink(...keys);
+  } while (cursor !== '0');
+  return deleted;
+}
+
+/** Reads a Prometheus gauge or counter (summed over series matching `labels`) from `url`/metrics. */
+export async function readMetric(url: string, name: string, labels: Record<string, string> = {}): Promise<number> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  let total = 0;
+  let found = false;
+  for (const line of text.split('\n')) {
+    if (!line.startsWith(`${name}{`) && !line.startsWith(`${name} `)) continue;
+    if (Object.entries(labels).every(([k, v]) => line.includes(`${k}="${v}"`))) {
+      total += Number(line.split(' ').pop());
+      found = true;
+    }
+  }
+  return found ? total : NaN;
+}

@@ -1,0 +1,98 @@
+import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
+import type { AppProcess } from '../../test/support/apps';
+import { blast } from '../load/blast';
+import { closedLoop, HttpClient } from '../load/http-client';
+import { nextN, rotate } from '../scenarios/context';
+import { Progress } from '../support/progress';
+import { Env, startRedis, startTemplate } from '../support/stack';
+import { Rounds, summarize } from '../support/stats';
+
+/**
+ * A/B of two template builds or settings, side by side in one run (this host is too noisy to compare
+ * separate runs): two stacks on one Redis, short measurements alternating between them, and the
+ * median of the per-round ratios B ÷ A.
+ *
+ *   AB_DIST_A / AB_DIST_B   builds to compare (default: ./dist for both)
+ *   AB_ENV_A / AB_ENV_B     extra env, "NAME=value,NAME=value" (e.g. WORKER_NICE=0)
+ *   AB_ROUNDS (8), AB_SECONDS (1.5), AB_MEASURES (cacheHit,trivialJobs,sequential,trivialRoute)
+ */
+function envOf(value: string | undefined): Env {
+  return Object.fromEntries((value ?? '').split(',').filter(Boolean).map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]));
+}
+
+type Measure = (api: AppProcess) => Promise<number>;
+
+async function main(): Promise<void> {
+  const root = process.env.BENCH_ROOT ?? process.cwd();
+  const rounds = Number(process.env.AB_ROUNDS ?? 8);
+  const seconds = Number(process.env.AB_SECONDS ?? 1.5);
+  const progress = new Progress();
+  const redis = await startRedis(process.env.REDIS_URL);
+  const stacks: Array<{ api: AppProcess; worker: AppProcess }> = [];
+  try {
+    for (const side of ['A', 'B'] as const) {
+      const env: Env = {
+        REDIS_URL: redis.url,
+        REDIS_PREFIX: `ab-${side}-${randomBytes(3).toString('hex')}`,
+        NODE_ENV: 'production',
+        ALLOW_UNAUTHENTICATED: 'true',
+        LOG_LEVEL: 'warn',
+        WORKER_THREADS: '2',
+        ...envOf(process.env[`AB_ENV_${side}`]),
+      };
+      stacks.push(await startTemplate(root, env, { dist: process.env[`AB_DIST_${side}`] ?? join(root, 'dist') }));
+    }
+    const clients = new Map(stacks.map(({ api }) => [api, new HttpClient(api.url, 64)]));
+    const client = (api: AppProcess) => clients.get(api)!;
+    for (const { api } of stacks) await client(api).json('POST', '/v1/jobs/fibonacci', { json: { n: 25 }, headers: { prefer: 'wait=30' } });
+
+    const measures: Record<string, Measure> = {
+      cacheHit: async (api) => (await blast({ url: `${api.url}/v1/jobs/fibonacci`, method: 'POST', body: { n: 25 }, connections: 8, durationS: seconds })).rps,
+      trivialRoute: async (api) => (await blast({ url: `${api.url}/health/live`, connections: 8, durationS: seconds })).rps,
+      trivialJobs: async (api) => {
+        const c = client(api);
+        const run = await closedLoop({
+          concurrency: 32,
+          durationMs: seconds * 1000,
+          task: () => c.json('POST', '/v1/jobs/sum', { json: { n: nextN() }, headers: { prefer: 'wait=30' } }),
+        });
+        return run.results.length / (run.elapsedMs / 1000);
+      },
+      sequential: async (api) => {
+        const c = client(api);
+        const run = await closedLoop({ concurrency: 1, total: 100, task: () => c.json('POST', '/v1/jobs/sum', { json: { n: nextN() }, headers: { prefer: 'wait=30' } }) });
+        return summarize(run.latencies).p50;
+      },
+    };
+    const chosen = (process.env.AB_MEASURES ?? 'cacheHit,trivialJobs,sequential,trivialRoute').split(',');
+    const results = new Rounds();
+    for (let r = 0; r < rounds; r++) {
+      for (const name of chosen) {
+        const values: Record<string, number> = {};
+        for (const [i, stack] of rotate([0, 1], r).map((i) => [i, stacks[i]] as const)) {
+          values[i] = await measures[name](stack.api);
+          results.add(`${name}.${i ? 'B' : 'A'}`, values[i]);
+        }
+        results.add(`${name}.ratio`, values[1] / values[0]);
+      }
+      progress.log(`round ${r + 1}/${rounds}: ${chosen.map((n) => `${n} B÷A ${results.get(`${n}.ratio`).values.at(-1)!.toFixed(2)}`).join(', ')}`);
+    }
+    for (const name of chosen) {
+      const [a, b, ratio] = ['A', 'B', 'ratio'].map((s) => results.get(`${name}.${s}`));
+      console.log(`${name.padEnd(13)} A ${a.median.toFixed(2).padStart(8)}  B ${b.median.toFixed(2).padStart(8)}  B÷A ${ratio.median.toFixed(2)} (${ratio.min.toFixed(2)}–${ratio.max.toFixed(2)})`);
+    }
+    for (const c of clients.values()) c.close();
+  } finally {
+    await Promise.all(stacks.flatMap(({ api, worker }) => [api.stop(), worker.stop()]));
+    await redis.stop();
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (error: unknown) => {
+    console.error(error);
+    process.exit(1);
+  },
+);

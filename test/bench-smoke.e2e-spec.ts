@@ -1,0 +1,69 @@
+import { execFileSync, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { compileBench } from '../bench/support/compile';
+
+const ROOT = join(__dirname, '..');
+
+/**
+ * `npm run bench` in smoke mode, end to end: every scenario runs with tiny loads against real
+ * processes and the results files are written. No timing is asserted: this only keeps the bench working.
+ */
+describe('bench (smoke)', () => {
+  const build = join(ROOT, 'bench', `.build-test-smoke-${randomBytes(4).toString('hex')}`);
+  const results = mkdtempSync(join(tmpdir(), 'nest-offload-bench-'));
+
+  afterAll(() => {
+    rmSync(build, { recursive: true, force: true });
+    rmSync(results, { recursive: true, force: true });
+  });
+
+  it('runs every scenario and writes the json, markdown and svg results', async () => {
+    compileBench(ROOT, build);
+    const output: string[] = [];
+    const bench = spawn(process.execPath, [join(build, 'bench', 'run.js'), '--smoke'], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH, BENCH_ROOT: ROOT, BENCH_RESULTS_DIR: results, REDIS_URL: process.env.E2E_REDIS_URL },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    bench.stdout.on('data', (c: Buffer) => output.push(c.toString()));
+    bench.stderr.on('data', (c: Buffer) => output.push(c.toString()));
+    const killer = setTimeout(() => bench.kill('SIGINT'), 100_000);
+    const code = await new Promise<number | null>((resolve) => bench.once('exit', resolve));
+    clearTimeout(killer);
+    expect({ code, tail: code === 0 ? '' : output.join('').slice(-3000) }).toEqual({ code: 0, tail: '' });
+
+    // Progress lines name the scenario and round as it runs.
+    expect(output.join('')).toMatch(/\[\d\d:\d\d\] isolation · round 1\/1 · /);
+
+    const json = JSON.parse(readFileSync(join(results, 'latest.json'), 'utf8'));
+    expect(json.meta).toMatchObject({ mode: 'smoke', passes: 1, roundsPerPass: 1 });
+    expect(Object.keys(json.scenarios)).toEqual(['isolation', 'cpu', 'overhead', 'cache', 'singleFlight', 'adapters', 'memory']);
+    expect(json.scenarios.singleFlight.executions.values).toEqual([1]);
+    const measured = json.rows.filter((r: { ratio?: { median: number } }) => r.ratio);
+    expect(measured.length).toBeGreaterThan(8);
+    for (const row of measured) expect(Number.isFinite(row.ratio.median)).toBe(true);
+
+    const markdown = readFileSync(join(results, 'latest.md'), 'utf8');
+    expect(markdown).toContain('| Scenario | Measure | Template | Baseline | Ratio | Target | Met |');
+    for (const name of ['1. Isolation', '2. CPU throughput', '3. Per-job overhead', '4. Cache hits', '5. Single-flight', '6. Memory', 'HTTP adapter']) {
+      expect(markdown).toContain(`| ${name} |`);
+    }
+    const svg = readFileSync(join(results, 'latest.svg'), 'utf8');
+    expect(svg).toMatch(/^<svg xmlns="http:\/\/www\.w3\.org\/2000\/svg"/);
+    expect((svg.match(/<rect /g) ?? []).length).toBeGreaterThan(10);
+
+    // Nothing the bench started outlives it.
+    expect(processesRunning(build)).toEqual([]);
+  }, 120_000);
+});
+
+function processesRunning(path: string): string[] {
+  try {
+    return execFileSync('pgrep', ['-af', path], { encoding: 'utf8' }).trim().split('\n').filter(Boolean);
+  } catch {
+    return []; // pgrep exits 1 when nothing matches
+  }
+}
