@@ -53,13 +53,15 @@ describe('job faults', () => {
     expect(res.body).toMatchObject({ status: 'completed', attempts: 2, result: { attempt: 2 } });
   });
 
-  it('rejects a job whose type or version this worker does not run, without retrying', async () => {
+  it('rejects a job whose type, version or input this worker cannot run, without retrying', async () => {
     // What an API of a newer release could enqueue during a rolling deploy.
     const queue = new Queue('jobs', { connection: { url: env.REDIS_URL }, prefix: env.REDIS_PREFIX });
     try {
-      const ids = ['3f1c1d9e-0000-4000-8000-000000000001', '3f1c1d9e-0000-4000-8000-000000000002'];
-      await queue.add('fibonacci', { input: { n: 5 }, version: 99, key: 'fibonacci:v99:x' }, { jobId: ids[0], attempts: 3 });
-      await queue.add('primes', { input: {}, version: 1, key: 'primes:v1:x' }, { jobId: ids[1], attempts: 3 });
+      const ids = ['3f1c1d9e-0000-4000-8000-000000000001', '3f1c1d9e-0000-4000-8000-000000000002', '3f1c1d9e-0000-4000-8000-000000000003'];
+      await queue.add('fibonacci', { inputJson: '{"n":5}', version: 99, key: 'fibonacci:v99:x' }, { jobId: ids[0], attempts: 3 });
+      await queue.add('primes', { inputJson: '{}', version: 1, key: 'primes:v1:x' }, { jobId: ids[1], attempts: 3 });
+      // Input that bypassed the API's validation (a script, an older API) is rejected by the thread.
+      await queue.add('fibonacci', { inputJson: '{"n":"fifty"}', version: 1, key: 'fibonacci:v1:y' }, { jobId: ids[2], attempts: 3 });
       for (const id of ids) {
         const view = await waitFor(async () => {
           const { body } = await getJob(api.url, id);
@@ -67,7 +69,7 @@ describe('job faults', () => {
         }, { what: `job ${id} rejected` });
         expect(view).toMatchObject({ attempts: 1, error: { code: 'JOB_REJECTED' } });
       }
-      expect(await worker.metric('nest_offload_jobs_finished_total', { outcome: 'JOB_REJECTED' })).toBe(2);
+      expect(await worker.metric('nest_offload_jobs_finished_total', { outcome: 'JOB_REJECTED' })).toBe(3);
     } finally {
       await queue.close();
     }

@@ -49,6 +49,7 @@ describe('jobs API', () => {
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ status: 'completed', result: 196418 });
     expect(res.headers.get('location')).toBeNull();
+    expect(res.headers.get('server-timing')).toMatch(/^validate;dur=[\d.]+, cache;dur=[\d.]+, enqueue;dur=[\d.]+, wait;dur=[\d.]+$/);
   });
 
   it('answers 202 when the job outlasts Prefer: wait', async () => {

@@ -43,6 +43,7 @@ describe('when Redis is away', () => {
     const api = await startApp('api', stackEnv('backlog', { MAX_BACKLOG: '3' })); // no worker: jobs pile up
     try {
       for (let n = 1; n <= 3; n++) expect((await submit(api.url, 'fibonacci', { n })).status).toBe(202);
+      await new Promise((r) => setTimeout(r, 300)); // the backlog is counted at most every 250 ms
       const full = await submit(api.url, 'fibonacci', { n: 4 });
       expect(full.status).toBe(503);
       expect(full.body.code).toBe('BACKLOG_FULL');

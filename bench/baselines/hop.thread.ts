@@ -1,7 +1,4 @@
-import type { MessagePort } from 'node:worker_threads';
-
-/** A task that does nothing, shaped like the worker's (a progress port travels with it): the thread hop alone. */
-export default function hop({ value, progress }: { value: unknown; progress: MessagePort }): { ok: true; value: unknown } {
-  progress.close();
-  return { ok: true, value };
+/** A task that does nothing, shaped like the worker's (ids and the input as JSON): the thread hop alone. */
+export default function hop({ inputJson }: { taskId: number; name: string; inputJson: string; attempt: number }): { ok: true; value: unknown } {
+  return { ok: true, value: JSON.parse(inputJson) };
 }

@@ -1,8 +1,7 @@
 import { join } from 'node:path';
-import { MessageChannel } from 'node:worker_threads';
 import type IORedis from 'ioredis';
 import Piscina from 'piscina';
-import { contentKey } from '../../libs/jobs/src/content-key';
+import { canonicalJson, contentKey } from '../../libs/jobs/src/content-key';
 import { sum } from '../../libs/jobs/src/sum.job';
 import { closedLoop, HttpClient } from '../load/http-client';
 import { summarize } from '../support/stats';
@@ -14,7 +13,7 @@ export interface MicroTimings {
   redisPingMs: number;
   /** HTTP round trip of a trivial route on the API, ms (p50). */
   httpMs: number;
-  /** A do-nothing piscina task with a MessagePort travelling along, as in JobPool.run, ms (p50). */
+  /** A do-nothing piscina task shaped like JobPool.run's (ids and input JSON, no ports), ms (p50). */
   threadHopMs: number;
 }
 
@@ -22,7 +21,7 @@ export interface MicroTimings {
 export async function microTimings(redis: IORedis, api: HttpClient): Promise<MicroTimings> {
   const n = 5000;
   let t0 = performance.now();
-  for (let i = 0; i < n; i++) contentKey(sum, sum.input.parse({ n: 1_000_000 + i }));
+  for (let i = 0; i < n; i++) contentKey(sum, canonicalJson(sum.input.parse({ n: 1_000_000 + i })));
   const validateHashUs = ((performance.now() - t0) / n) * 1000;
 
   const pings: number[] = [];
@@ -37,12 +36,9 @@ export async function microTimings(redis: IORedis, api: HttpClient): Promise<Mic
   const hops: number[] = [];
   try {
     for (let i = 0; i < 300; i++) {
-      const { port1, port2 } = new MessageChannel();
-      port1.on('message', () => undefined);
       t0 = performance.now();
-      await pool.run({ value: i, progress: port2 }, { transferList: [port2] });
+      await pool.run({ taskId: i, name: 'hop', inputJson: `{"n":${i}}`, attempt: 1 });
       hops.push(performance.now() - t0);
-      port1.close();
     }
   } finally {
     await pool.destroy();

@@ -1,9 +1,9 @@
-import { DynamicModule, MiddlewareConsumer, Module, NestModule, RequestMethod } from '@nestjs/common';
+import { DynamicModule, Inject, MiddlewareConsumer, Module, NestModule, RequestMethod } from '@nestjs/common';
 import { APP_FILTER } from '@nestjs/core';
 import { Queue } from 'bullmq';
 import type IORedis from 'ioredis';
 import { CACHE_REDIS, CacheModule } from '@app/cache';
-import { Config, ConfigModule } from '@app/config';
+import { CONFIG, Config, ConfigModule } from '@app/config';
 import { HEALTH_INDICATORS, HealthController, HealthIndicator, Lifecycle } from '@app/health';
 import { JobRegistry } from '@app/jobs';
 import { loggingModule } from '@app/logging';
@@ -12,7 +12,9 @@ import { pingRedis } from '@app/redis';
 import { DemoModule } from './demo/demo.module';
 import { ProblemFilter } from './http/problem.filter';
 import { JobTypesController } from './job-types/job-types.controller';
+import { Backlog } from './jobs/backlog';
 import { JobEvents } from './jobs/job-events';
+import { JobStore } from './jobs/job-store';
 import { JobsController } from './jobs/jobs.controller';
 import { JobsService } from './jobs/jobs.service';
 import { QueueMetrics } from './jobs/queue.metrics';
@@ -34,6 +36,8 @@ export class ApiModule implements NestModule {
         QueueCloser,
         Lifecycle,
         JobEvents,
+        JobStore,
+        Backlog,
         JobsService,
         QueueMetrics,
         {
@@ -49,8 +53,12 @@ export class ApiModule implements NestModule {
     };
   }
 
+  constructor(@Inject(CONFIG) private readonly config: Config) {}
+
   /** API keys and rate limits guard every /v1 route; probes and metrics stay open. */
   configure(consumer: MiddlewareConsumer): void {
+    // why only when configured: a middleware costs every request, even when it has nothing to check.
+    if (this.config.apiKeys.length === 0 && this.config.rateLimitPerMinute === 0) return;
     consumer.apply(AccessMiddleware).forRoutes({ path: 'v1/*splat', method: RequestMethod.ALL });
   }
 }

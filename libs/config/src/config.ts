@@ -66,7 +66,7 @@ const schema = z.object({
   WORKER_PORT: int(0, 65535).default(3001),
   WORKER_THREADS: int(1, 256).default(cpuBudget()),
   WORKER_MAX_MEMORY_MB: int(16, 65536).default(512),
-  WORKER_NICE: int(0, 19).default(10),
+  WORKER_NICE: int(0, 19).default(19),
   JOB_TIMEOUT_MS: int(100, 24 * 3600 * 1000).default(60_000),
   JOB_RETENTION_SECONDS: int(1, 30 * 24 * 3600).default(3600),
   JOB_LOCK_MS: int(1000, 600_000).default(30_000),

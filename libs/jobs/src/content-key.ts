@@ -18,10 +18,11 @@ export function canonicalJson(value: unknown): string {
 }
 
 /**
- * The identity of a job's work: type, version and the canonical validated input (defaults applied).
- * It keys the result cache and the single-flight deduplication, so equal work runs once.
+ * The identity of a job's work: type, version and the canonical JSON of its validated input
+ * (defaults applied). It keys the result cache and the single-flight deduplication, so equal work
+ * runs once. why a string: the same text is what the job carries, so a large input is serialized once.
  */
-export function contentKey(def: Pick<JobDefinition, 'name' | 'version'>, input: unknown): string {
-  const digest = createHash('sha256').update(canonicalJson(input)).digest('base64url');
+export function contentKey(def: Pick<JobDefinition, 'name' | 'version'>, inputJson: string): string {
+  const digest = createHash('sha256').update(inputJson).digest('base64url');
   return `${def.name}:v${def.version}:${digest}`;
 }

@@ -73,15 +73,15 @@ describe('contentKey', () => {
   it('ignores key order and applies defaults before hashing', () => {
     const a = pbkdf2.input.parse({ password: 'p', salt: 's', iterations: 5 });
     const b = pbkdf2.input.parse({ iterations: 5, digest: 'sha512', salt: 's', keylen: 64, password: 'p' });
-    expect(contentKey(pbkdf2, a)).toBe(contentKey(pbkdf2, b));
+    expect(contentKey(pbkdf2, canonicalJson(a))).toBe(contentKey(pbkdf2, canonicalJson(b)));
   });
 
   it('differs by type, version and input', () => {
     const keys = new Set([
-      contentKey({ name: 'fibonacci', version: 1 }, { n: 5 }),
-      contentKey({ name: 'fibonacci', version: 2 }, { n: 5 }),
-      contentKey({ name: 'sum', version: 1 }, { n: 5 }),
-      contentKey({ name: 'fibonacci', version: 1 }, { n: 6 }),
+      contentKey({ name: 'fibonacci', version: 1 }, '{"n":5}'),
+      contentKey({ name: 'fibonacci', version: 2 }, '{"n":5}'),
+      contentKey({ name: 'sum', version: 1 }, '{"n":5}'),
+      contentKey({ name: 'fibonacci', version: 1 }, '{"n":6}'),
     ]);
     expect(keys.size).toBe(4);
   });

@@ -1,7 +1,11 @@
 /** What the API stores in a BullMQ job; the job's name is its type. */
 export interface JobData {
-  /** Validated input, defaults applied. */
-  input: unknown;
+  /**
+   * The validated input (defaults applied) as canonical JSON. why text: the API serializes it once
+   * (for the content key and for Redis alike), and only the pool thread parses it, so a large input
+   * never costs the worker's event loop a parse.
+   */
+  inputJson: string;
   /** Version of the job type the input was validated against. */
   version: number;
   /** Content key (type, version, input hash): the cache key and the deduplication id. */

@@ -46,35 +46,11 @@ export class JobEvents implements OnModuleInit {
   }
 
   /**
-   * Resolves with the first view that `isDone` accepts, re-reading it with `load` after every
-   * settling event, or with the last view read when `timeoutMs` passes or the process starts draining.
+   * Starts listening to job `jobId` now, so that nothing it does from here on is missed; call
+   * `until` to wait for it, or `close` to stop.
    */
-  async waitFor<V>(jobId: string, timeoutMs: number, load: () => Promise<V>, isDone: (view: V) => boolean): Promise<V> {
-    let wake: () => void = () => undefined;
-    const unsubscribe = this.subscribe(jobId, (event) => {
-      if (event.kind === 'settled') wake();
-    });
-    let expired = false;
-    const timer = setTimeout(() => {
-      expired = true;
-      wake();
-    }, timeoutMs);
-    const forget = this.lifecycle.onShutdown(() => {
-      expired = true;
-      wake();
-    });
-    try {
-      for (;;) {
-        const signalled = new Promise<void>((resolve) => (wake = resolve));
-        const view = await load();
-        if (expired || isDone(view)) return view;
-        await signalled;
-      }
-    } finally {
-      clearTimeout(timer);
-      forget();
-      unsubscribe();
-    }
+  watch(jobId: string): JobWatch {
+    return new JobWatch(this, jobId, this.lifecycle);
   }
 
   get watched(): number {
@@ -84,5 +60,56 @@ export class JobEvents implements OnModuleInit {
   private emit(jobId: string, event: JobEvent): void {
     const set = this.listeners.get(jobId);
     if (set) for (const listener of [...set]) listener(event);
+  }
+}
+
+/** One request waiting for one job (`Prefer: wait`, DELETE's confirmation). */
+export class JobWatch {
+  private settled = false;
+  private wake: () => void = () => undefined;
+  private readonly unsubscribe: () => void;
+
+  constructor(
+    events: JobEvents,
+    jobId: string,
+    private readonly lifecycle: Lifecycle,
+  ) {
+    this.unsubscribe = events.subscribe(jobId, (event) => {
+      if (event.kind !== 'settled') return;
+      this.settled = true;
+      this.wake();
+    });
+  }
+
+  /**
+   * Resolves with the first view `isDone` accepts, re-reading it with `load` after each settling
+   * event, or with a fresh read when `timeoutMs` passes or the process starts draining. `initial`,
+   * when the caller already knows the view (a job it has just queued), saves the first read.
+   */
+  async until<V>(timeoutMs: number, load: () => Promise<V>, isDone: (view: V) => boolean, initial?: V): Promise<V> {
+    let expired = false;
+    const expire = () => {
+      expired = true;
+      this.wake();
+    };
+    const timer = setTimeout(expire, timeoutMs);
+    const forget = this.lifecycle.onShutdown(expire);
+    try {
+      let view = initial ?? (await load());
+      for (;;) {
+        if (expired || isDone(view)) return view;
+        if (!this.settled) await new Promise<void>((resolve) => (this.wake = resolve));
+        this.settled = false;
+        view = await load();
+      }
+    } finally {
+      clearTimeout(timer);
+      forget();
+      this.close();
+    }
+  }
+
+  close(): void {
+    this.unsubscribe();
   }
 }

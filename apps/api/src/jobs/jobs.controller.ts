@@ -2,6 +2,7 @@ import { Body, Controller, Delete, Get, Headers, HttpCode, Inject, Param, Post, 
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { CONFIG, type Config } from '@app/config';
 import { Lifecycle } from '@app/health';
+import { ServerTiming } from '../http/server-timing';
 import { JobEvents } from './job-events';
 import { streamJob } from './job-stream';
 import { isFinal, JobView } from './job-view';
@@ -26,10 +27,13 @@ export class JobsController {
     @Req() req: FastifyRequest,
     @Res({ passthrough: true }) reply: FastifyReply,
   ): Promise<JobView> {
+    const timing = new ServerTiming();
     const view = await this.jobs.submit(type, body, {
       waitSeconds: parsePreferWait(prefer, this.config.maxWaitSeconds),
       requestId: (req.raw as { id?: string }).id,
+      timing,
     });
+    reply.header('server-timing', timing.toString());
     if (isFinal(view)) reply.status(200);
     else reply.status(202).header('location', `/v1/jobs/${view.id}`);
     return view;

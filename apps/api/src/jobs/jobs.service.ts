@@ -1,29 +1,31 @@
 import { randomUUID } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
-import { Job, Queue } from 'bullmq';
+import { Queue } from 'bullmq';
 import type IORedis from 'ioredis';
 import { ResultCache } from '@app/cache';
 import { CONFIG, type Config } from '@app/config';
 import { Lifecycle } from '@app/health';
-import { contentKey, JobDefinition, JobRegistry } from '@app/jobs';
+import { canonicalJson, contentKey, JobDefinition, JobRegistry } from '@app/jobs';
 import { JobData, queueKeys } from '@app/queue';
 import { ApiError, FieldError } from '../http/api-error';
+import { ServerTiming } from '../http/server-timing';
+import { Backlog } from './backlog';
 import { JobEvents } from './job-events';
+import { JobStore } from './job-store';
 import { isFinal, JobView, viewOfCached, viewOfCancelled, viewOfJob } from './job-view';
 import { type JobsQueue, QUEUE_REDIS } from './queue.providers';
 
-const JOB_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const QUEUED_STATES = new Set(['waiting', 'prioritized', 'delayed', 'waiting-children']);
 /** How long DELETE waits for a running job to be aborted by its worker before answering 202. */
 const CANCEL_CONFIRM_MS = 3000;
 
-export interface Submission {
-  view: JobView;
-  /** True when this request's input was accepted as work (queued, running or just finished). */
-  accepted: boolean;
+export interface SubmitOptions {
+  waitSeconds: number;
+  requestId?: string;
+  timing?: ServerTiming;
 }
 
-/** The job lifecycle as the HTTP API sees it: submit, read, watch, cancel. */
+/** The job lifecycle as the HTTP API sees it: submit, read, wait, cancel. */
 @Injectable()
 export class JobsService {
   private readonly keys: ReturnType<typeof queueKeys>;
@@ -32,7 +34,9 @@ export class JobsService {
     private readonly registry: JobRegistry,
     @Inject(Queue) private readonly queue: JobsQueue,
     @Inject(QUEUE_REDIS) private readonly redis: IORedis,
+    private readonly store: JobStore,
     private readonly cache: ResultCache,
+    private readonly backlog: Backlog,
     private readonly events: JobEvents,
     private readonly lifecycle: Lifecycle,
     @Inject(CONFIG) private readonly config: Config,
@@ -44,55 +48,71 @@ export class JobsService {
    * Validates `body` as the input of `type`, answers from the cache when it can, and otherwise
    * enqueues the job, joining an identical job already queued or running (single flight).
    */
-  async submit(type: string, body: unknown, options: { waitSeconds: number; requestId?: string }): Promise<JobView> {
+  async submit(type: string, body: unknown, { waitSeconds, requestId, timing }: SubmitOptions): Promise<JobView> {
     const def = this.registry.get(type);
     if (!def) throw new ApiError('UNKNOWN_JOB_TYPE', `No job type named "${type}"; GET /v1/job-types lists them`);
     if (this.lifecycle.shuttingDown) throw new ApiError('SHUTTING_DOWN', 'This replica is shutting down', { retryAfterSeconds: 1 });
-    const input = this.validate(def, body);
-    const key = contentKey(def, input);
+    const inputJson = canonicalJson(this.validate(def, body));
+    const key = contentKey(def, inputJson);
+    timing?.mark('validate');
     this.assertRedisUp();
 
-    const [cached, backlog] = await Promise.all([
-      // why: the cache may be a separate Redis; when it is away, the job simply runs again.
-      def.cacheTtlSeconds > 0 ? this.cache.get(key).catch(() => undefined) : undefined,
-      this.queue.getWaitingCount(),
-    ]);
+    // why: the cache may be a separate Redis; when it is away, the job simply runs again.
+    const cached = def.cacheTtlSeconds > 0 ? await this.cache.get(key).catch(() => undefined) : undefined;
+    timing?.mark('cache');
     if (cached) return viewOfCached(cached);
+    const backlog = await this.backlog.waiting();
     if (backlog >= this.config.maxBacklog) {
       throw new ApiError('BACKLOG_FULL', `${backlog} jobs are waiting; retry later`, { retryAfterSeconds: 5 });
     }
 
     const newId = randomUUID();
-    const data: JobData = { input, version: def.version, key, requestId: options.requestId };
-    const job = await this.queue.add(def.name, data, {
-      jobId: newId,
-      // why: the deduplication key lives until the job completes or fails, so identical submissions
-      // from any replica join the job in flight. The worker writes the cache before completing, so
-      // once the key is released the cache answers instead.
-      deduplication: { id: key },
-      attempts: def.retry.attempts,
-      backoff: { type: 'exponential', delay: def.retry.backoffMs },
-      removeOnComplete: { age: this.config.jobRetentionSeconds },
-      removeOnFail: { age: this.config.jobRetentionSeconds },
-    });
+    // why subscribe first: a fast job could finish between the add and a later subscription.
+    const watch = waitSeconds > 0 ? this.events.watch(newId) : undefined;
+    const data: JobData = { inputJson, version: def.version, key, requestId };
+    const job = await this.queue
+      .add(def.name, data, {
+        jobId: newId,
+        // why: the deduplication key lives until the job completes or fails, so identical submissions
+        // from any replica join the job in flight. The worker writes the cache before completing, so
+        // once the key is released the cache answers instead.
+        deduplication: { id: key },
+        attempts: def.retry.attempts,
+        backoff: { type: 'exponential', delay: def.retry.backoffMs },
+        removeOnComplete: { age: this.config.jobRetentionSeconds },
+        removeOnFail: { age: this.config.jobRetentionSeconds },
+      })
+      .catch((error: unknown) => {
+        watch?.close();
+        throw error;
+      });
+    timing?.mark('enqueue');
     const id = job.id!;
-    const joined = id !== newId;
-    if (options.waitSeconds > 0) return this.waitUntilFinal(id, options.waitSeconds * 1000);
-    if (joined) return this.get(id);
-    return { id, type: def.name, status: 'queued', attempts: 0, createdAt: new Date(job.timestamp).toISOString() };
+    const queued: JobView = { id, type: def.name, status: 'queued', attempts: 0, createdAt: new Date(job.timestamp).toISOString() };
+    if (id !== newId) {
+      // Joined an identical job already queued or running (or just finished).
+      watch?.close();
+      return waitSeconds > 0 ? this.waitUntilFinal(id, waitSeconds * 1000, timing) : this.get(id);
+    }
+    if (!watch) return queued;
+    const view = await watch.until(waitSeconds * 1000, () => this.get(id), isFinal, queued);
+    timing?.mark('wait');
+    return view;
   }
 
   /** The view of job `id`, wherever it lives now: BullMQ, the cancelled list or the result cache. */
   async get(id: string): Promise<JobView> {
     this.assertRedisUp();
-    const view = await this.find(id);
+    const view = await this.store.view(id);
     if (!view) throw new ApiError('JOB_NOT_FOUND', `No job with id "${id}"`);
     return view;
   }
 
   /** Waits up to `timeoutMs` for job `id` to finish; returns its view either way. */
-  waitUntilFinal(id: string, timeoutMs: number): Promise<JobView> {
-    return this.events.waitFor(id, timeoutMs, () => this.get(id), isFinal);
+  async waitUntilFinal(id: string, timeoutMs: number, timing?: ServerTiming): Promise<JobView> {
+    const view = await this.events.watch(id).until(timeoutMs, () => this.get(id), isFinal);
+    timing?.mark('wait');
+    return view;
   }
 
   /**
@@ -101,19 +121,19 @@ export class JobsService {
    */
   async cancel(id: string): Promise<JobView> {
     this.assertRedisUp();
-    const { job, state } = await this.load(id);
-    if (!job) {
-      const view = await this.find(id);
+    const { record, state } = await this.store.read(id);
+    if (!record) {
+      const view = await this.store.view(id);
       if (!view) throw new ApiError('JOB_NOT_FOUND', `No job with id "${id}"`);
       throw new ApiError('JOB_ALREADY_FINISHED', `Job "${id}" is already ${view.status}`);
     }
-    const current = viewOfJob(job, state);
+    const current = viewOfJob(record, state);
     if (isFinal(current)) throw new ApiError('JOB_ALREADY_FINISHED', `Job "${id}" is already ${current.status}`);
 
     await this.redis.set(this.keys.cancelMarker(id), '1', 'EX', this.config.jobRetentionSeconds);
-    if (QUEUED_STATES.has(state) && (await job.remove().then(() => true, () => false))) {
+    if (QUEUED_STATES.has(state) && (await this.store.removeQueued(id))) {
       const cancelled = viewOfCancelled(current);
-      await this.redis.set(this.keys.cancelledView(id), JSON.stringify(cancelled), 'EX', this.config.jobRetentionSeconds);
+      await this.store.saveCancelled(cancelled);
       return cancelled;
     }
     // Running (or picked up between our read and the remove, which then refuses: it holds a lock).
@@ -139,23 +159,5 @@ export class JobsService {
       message: issue.code === 'unrecognized_keys' ? `unknown field(s): ${issue.keys.join(', ')}` : issue.message,
     }));
     throw new ApiError('INVALID_INPUT', `The input for "${def.name}" is invalid`, { errors });
-  }
-
-  private async load(id: string): Promise<{ job?: Job<JobData>; state: string }> {
-    if (!JOB_ID.test(id)) return { state: 'unknown' };
-    const [job, state] = await Promise.all([Job.fromId<JobData>(this.queue, id), this.queue.getJobState(id)]);
-    return { job, state };
-  }
-
-  private async find(id: string): Promise<JobView | undefined> {
-    const { job, state } = await this.load(id);
-    if (job && state !== 'unknown') return viewOfJob(job, state);
-    if (!JOB_ID.test(id)) return undefined;
-    const [cancelled, cached] = await Promise.all([
-      this.redis.get(this.keys.cancelledView(id)),
-      this.cache.getById(id).catch(() => undefined),
-    ]);
-    if (cancelled) return JSON.parse(cancelled) as JobView;
-    return cached ? viewOfCached(cached) : undefined;
   }
 }

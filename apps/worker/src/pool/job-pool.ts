@@ -1,11 +1,12 @@
+import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
-import { MessageChannel } from 'node:worker_threads';
+import { BroadcastChannel } from 'node:worker_threads';
 import { Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
 import { PinoLogger } from 'nestjs-pino';
 import Piscina from 'piscina';
 import { CONFIG, type Config } from '@app/config';
 import { CodedJobError, JobFailureCode } from '@app/jobs';
-import type { ThreadResult, ThreadTask } from './thread-protocol';
+import type { ProgressMessage, ThreadData, ThreadResult, ThreadTask } from './thread-protocol';
 
 export interface RunOptions {
   attempt: number;
@@ -21,10 +22,21 @@ export interface RunOptions {
 @Injectable()
 export class JobPool implements OnApplicationShutdown {
   private readonly pool: Piscina<ThreadTask, ThreadResult>;
+  private readonly progress: BroadcastChannel;
+  private readonly progressListeners = new Map<number, (percent: number) => void>();
+  private nextTaskId = 0;
   private closed = false;
 
   constructor(@Inject(CONFIG) config: Config, logger: PinoLogger) {
+    const workerData: ThreadData = { progressChannel: `nest-offload-progress-${randomUUID()}` };
+    this.progress = new BroadcastChannel(workerData.progressChannel);
+    this.progress.unref();
+    this.progress.onmessage = (event) => {
+      const { taskId, percent } = (event as { data: ProgressMessage }).data;
+      this.progressListeners.get(taskId)?.(percent);
+    };
     this.pool = new Piscina({
+      workerData,
       filename: join(__dirname, 'thread.js'),
       minThreads: config.workerThreads,
       maxThreads: config.workerThreads,
@@ -40,20 +52,17 @@ export class JobPool implements OnApplicationShutdown {
     this.pool.on('error', (error: unknown) => logger.error({ err: error }, 'pool thread error'));
   }
 
-  async run(name: string, input: unknown, options: RunOptions): Promise<unknown> {
-    const { port1, port2 } = new MessageChannel();
-    port1.on('message', (percent: number) => options.onProgress(percent));
+  async run(name: string, inputJson: string, options: RunOptions): Promise<unknown> {
+    const taskId = ++this.nextTaskId;
+    this.progressListeners.set(taskId, options.onProgress);
     try {
-      const result = await this.pool.run(
-        { name, input, attempt: options.attempt, progress: port2 },
-        { transferList: [port2], signal: options.signal },
-      );
+      const result = await this.pool.run({ taskId, name, inputJson, attempt: options.attempt }, { signal: options.signal });
       if (!result.ok) throw new CodedJobError(result.code, result.message);
       return result.value;
     } catch (error) {
       throw this.explain(error, options.signal);
     } finally {
-      port1.close();
+      this.progressListeners.delete(taskId);
     }
   }
 
@@ -72,6 +81,7 @@ export class JobPool implements OnApplicationShutdown {
   async onApplicationShutdown(): Promise<void> {
     this.closed = true;
     await this.pool.destroy();
+    this.progress.close();
   }
 
   private explain(error: unknown, signal: AbortSignal): unknown {

@@ -1,14 +1,30 @@
-import type { MessagePort } from 'node:worker_threads';
 import type { JobFailureCode } from '@app/jobs';
 
 /** What the worker's main thread sends a pool thread. */
 export interface ThreadTask {
+  /** Tags this task's progress messages on the pool's progress channel. */
+  taskId: number;
   name: string;
-  input: unknown;
+  /** The job's input as JSON: parsed and validated here, off the worker's event loop. */
+  inputJson: string;
   attempt: number;
-  /** Progress percentages flow back on this port while the job runs. */
-  progress: MessagePort;
 }
 
 /** What comes back. Errors travel as data: classes and their fields do not survive structured clone. */
 export type ThreadResult = { ok: true; value: unknown } | { ok: false; code: JobFailureCode; message: string };
+
+/** A progress report on the pool's BroadcastChannel. */
+export interface ProgressMessage {
+  taskId: number;
+  percent: number;
+}
+
+/** What every pool thread gets as piscina's workerData. */
+export interface ThreadData {
+  /**
+   * Name of this pool's BroadcastChannel. why one channel, not a MessagePort per task: piscina keeps
+   * each transferred port alive in the thread, so a port per job leaked ~5 KB per job until the
+   * thread ran out of heap.
+   */
+  progressChannel: string;
+}

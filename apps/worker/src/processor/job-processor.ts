@@ -126,15 +126,15 @@ export class JobProcessor implements OnApplicationBootstrap {
     const stopTimer = this.metrics.start(def.name);
     log.info('job started');
     try {
-      const result = await this.pool.run(def.name, job.data.input, {
+      const result = await this.pool.run(def.name, job.data.inputJson, {
         attempt: job.attemptsMade + 1,
         signal: abort.signal,
         onProgress: (percent) => void job.updateProgress(percent).catch(() => undefined),
       });
+      stopTimer('completed');
       await this.cache
         .set(job.data.key, { id: job.id!, type: def.name, result, attempts: job.attemptsMade + 1, createdAt: job.timestamp, startedAt, finishedAt: Date.now() }, def.cacheTtlSeconds)
         .catch((error: unknown) => log.warn({ err: error }, 'could not cache the result; the job still completes'));
-      stopTimer('completed');
       log.info({ ms: Date.now() - startedAt }, 'job completed');
       return result;
     } catch (error) {

@@ -1,0 +1,89 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { Queue } from 'bullmq';
+import type IORedis from 'ioredis';
+import { ResultCache } from '@app/cache';
+import { CONFIG, type Config } from '@app/config';
+import { queueKeys } from '@app/queue';
+import { JobRecord, JobView, viewOfCached, viewOfJob } from './job-view';
+import { type JobsQueue, QUEUE_REDIS } from './queue.providers';
+
+const JOB_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/**
+ * The fields of BullMQ's job hash a view needs. why not Job.fromId: it reads and parses the whole
+ * hash, input included, on every GET and every wait; for a multi-megabyte input that is most of the
+ * cost. These are BullMQ 6's field names (see rawToJobJson in its Redis backend).
+ */
+const FIELDS = ['name', 'timestamp', 'progress', 'ats', 'atm', 'attemptsMade', 'processedOn', 'finishedOn', 'failedReason', 'returnvalue'] as const;
+
+const num = (v: string | null) => (v ? Number(v) : undefined);
+const json = (v: string | null) => (v ? (JSON.parse(v) as unknown) : undefined);
+
+export interface StoredJob {
+  record?: JobRecord;
+  /** BullMQ's state: waiting, prioritized, delayed, active, completed, failed, … or unknown. */
+  state: string;
+}
+
+/** Where a job's state lives: BullMQ's hash, the cancelled-view key, or the result cache. */
+@Injectable()
+export class JobStore {
+  private readonly keys: ReturnType<typeof queueKeys>;
+
+  constructor(
+    @Inject(Queue) private readonly queue: JobsQueue,
+    @Inject(QUEUE_REDIS) private readonly redis: IORedis,
+    private readonly cache: ResultCache,
+    @Inject(CONFIG) private readonly config: Config,
+  ) {
+    this.keys = queueKeys(config.redisPrefix);
+  }
+
+  /** The job as BullMQ holds it, if it still does. */
+  async read(id: string): Promise<StoredJob> {
+    if (!JOB_ID.test(id)) return { state: 'unknown' };
+    // why in this order, not in parallel: fields read before the state could predate it, e.g. a
+    // "completed" state with the result not yet in the fields read. Read after, they are never older.
+    const state = await this.queue.getJobState(id);
+    const values = await this.redis.hmget(this.queue.toKey(id), ...FIELDS);
+    const [name, timestamp, progress, ats, atm, attemptsMade, processedOn, finishedOn, failedReason, returnvalue] = values;
+    if (name === null || state === 'unknown') return { state: 'unknown' };
+    const record: JobRecord = {
+      id,
+      name,
+      timestamp: Number(timestamp),
+      progress: json(progress) ?? 0,
+      attemptsStarted: num(ats) ?? 0,
+      attemptsMade: num(attemptsMade ?? atm) ?? 0,
+      processedOn: num(processedOn),
+      finishedOn: num(finishedOn),
+      failedReason: failedReason ?? undefined,
+      returnvalue: json(returnvalue),
+    };
+    return { record, state };
+  }
+
+  /** The view of job `id` wherever it lives now, or undefined for an id nobody knows. */
+  async view(id: string): Promise<JobView | undefined> {
+    const { record, state } = await this.read(id);
+    if (record) return viewOfJob(record, state);
+    if (!JOB_ID.test(id)) return undefined;
+    const [cancelled, cached] = await Promise.all([
+      this.redis.get(this.keys.cancelledView(id)),
+      // why: the cache may be a separate Redis; when it is away, cached results are just not found.
+      this.cache.getById(id).catch(() => undefined),
+    ]);
+    if (cancelled) return JSON.parse(cancelled) as JobView;
+    return cached ? viewOfCached(cached) : undefined;
+  }
+
+  /** Removes a job that no worker holds; false when one does (it was picked up meanwhile). */
+  async removeQueued(id: string): Promise<boolean> {
+    return (await this.queue.remove(id)) === 1;
+  }
+
+  /** Keeps the view of a job cancelled while queued, since BullMQ no longer has it. */
+  async saveCancelled(view: JobView): Promise<void> {
+    await this.redis.set(this.keys.cancelledView(view.id), JSON.stringify(view), 'EX', this.config.jobRetentionSeconds);
+  }
+}
