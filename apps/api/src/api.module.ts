@@ -6,7 +6,7 @@ import { CACHE_REDIS, CacheModule } from '@app/cache';
 import { CONFIG, Config, ConfigModule } from '@app/config';
 import { HEALTH_INDICATORS, HealthController, HealthIndicator, Lifecycle } from '@app/health';
 import { JobRegistry } from '@app/jobs';
-import { loggingModule } from '@app/logging';
+import { type Logger, LoggingModule } from '@app/logging';
 import { MetricsModule } from '@app/metrics';
 import { pingRedis } from '@app/redis';
 import { DemoModule } from './demo/demo.module';
@@ -24,10 +24,10 @@ import { AccessMiddleware } from './security/access.middleware';
 /** The HTTP API: validates, enqueues, reads and cancels jobs. Its event loop only does I/O. */
 @Module({})
 export class ApiModule implements NestModule {
-  static forRoot(config: Config): DynamicModule {
+  static forRoot(config: Config, logger: Logger): DynamicModule {
     return {
       module: ApiModule,
-      imports: [ConfigModule.forRoot(config), loggingModule(config, 'api'), CacheModule, MetricsModule, ...(config.demo ? [DemoModule] : [])],
+      imports: [ConfigModule.forRoot(config), LoggingModule.forRoot(logger), CacheModule, MetricsModule, ...(config.demo ? [DemoModule] : [])],
       controllers: [JobsController, JobTypesController, HealthController],
       providers: [
         { provide: APP_FILTER, useClass: ProblemFilter },

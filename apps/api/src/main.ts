@@ -1,10 +1,10 @@
 import 'reflect-metadata';
 import { NestFactory } from '@nestjs/core';
 import { NestFastifyApplication } from '@nestjs/platform-fastify';
-import { Logger } from 'nestjs-pino';
 import { loadConfig } from '@app/config';
 import { Lifecycle } from '@app/health';
 import { JobRegistry } from '@app/jobs';
+import { createLogger, NestPinoLogger, registerRequestLog } from '@app/logging';
 import { watchEvictionPolicy } from '@app/redis';
 import { ApiModule } from './api.module';
 import { configureFastify, createAdapter } from './http/fastify.setup';
@@ -19,14 +19,16 @@ process.once('SIGINT', onSignal);
 
 async function bootstrap(): Promise<void> {
   const config = loadConfig(process.env, 'api');
-  const app = await NestFactory.create<NestFastifyApplication>(ApiModule.forRoot(config), createAdapter(config), {
-    bufferLogs: true,
+  const pino = createLogger(config, 'api');
+  const logger = new NestPinoLogger(pino);
+  const app = await NestFactory.create<NestFastifyApplication>(ApiModule.forRoot(config, pino), createAdapter(config), {
+    logger,
     bodyParser: false,
   });
-  const logger = app.get(Logger);
-  app.useLogger(logger);
   const lifecycle = app.get(Lifecycle);
-  configureFastify(app.getHttpAdapter().getInstance(), config, lifecycle);
+  const fastify = app.getHttpAdapter().getInstance();
+  configureFastify(fastify, config, lifecycle);
+  registerRequestLog(fastify, pino);
   watchEvictionPolicy(app.get(QUEUE_REDIS), config.redisEvictionCheck, logger);
 
   stop = async (signal: string) => {

@@ -1,10 +1,10 @@
 import 'reflect-metadata';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
-import { Logger } from 'nestjs-pino';
 import { loadConfig } from '@app/config';
 import { Lifecycle } from '@app/health';
 import { JobRegistry } from '@app/jobs';
+import { createLogger, NestPinoLogger } from '@app/logging';
 import { watchEvictionPolicy } from '@app/redis';
 import { JobProcessor, WORKER_REDIS } from './processor/job-processor';
 import { WorkerModule } from './worker.module';
@@ -21,12 +21,12 @@ process.once('SIGINT', onSignal);
 
 async function bootstrap(): Promise<void> {
   const config = loadConfig(process.env, 'worker');
-  const app = await NestFactory.create<NestFastifyApplication>(WorkerModule.forRoot(config), new FastifyAdapter(), {
-    bufferLogs: true,
+  const pino = createLogger(config, 'worker');
+  const logger = new NestPinoLogger(pino);
+  const app = await NestFactory.create<NestFastifyApplication>(WorkerModule.forRoot(config, pino), new FastifyAdapter(), {
+    logger,
     bodyParser: false,
   });
-  const logger = app.get(Logger);
-  app.useLogger(logger);
 
   const lifecycle = app.get(Lifecycle);
   const processor = app.get(JobProcessor);

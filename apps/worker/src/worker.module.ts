@@ -4,7 +4,7 @@ import { CacheModule } from '@app/cache';
 import { Config, ConfigModule } from '@app/config';
 import { HEALTH_INDICATORS, HealthController, HealthIndicator, Lifecycle } from '@app/health';
 import { JobRegistry } from '@app/jobs';
-import { loggingModule } from '@app/logging';
+import { type Logger, LoggingModule } from '@app/logging';
 import { MetricsModule } from '@app/metrics';
 import { closeRedis, createRedis, pingRedis } from '@app/redis';
 import { JobPool } from './pool/job-pool';
@@ -24,10 +24,10 @@ class WorkerRedisCloser implements OnApplicationShutdown {
 /** The BullMQ consumer: takes jobs from Redis and runs them on the piscina pool. Serves probes and metrics. */
 @Module({})
 export class WorkerModule {
-  static forRoot(config: Config): DynamicModule {
+  static forRoot(config: Config, logger: Logger): DynamicModule {
     return {
       module: WorkerModule,
-      imports: [ConfigModule.forRoot(config), loggingModule(config, 'worker'), CacheModule, MetricsModule],
+      imports: [ConfigModule.forRoot(config), LoggingModule.forRoot(logger), CacheModule, MetricsModule],
       controllers: [HealthController],
       providers: [
         { provide: JobRegistry, useValue: JobRegistry.forConfig(config) },

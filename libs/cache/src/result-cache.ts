@@ -43,10 +43,14 @@ export class ResultCache {
 
   async set(contentKey: string, entry: CachedResult, ttlSeconds: number): Promise<void> {
     if (ttlSeconds <= 0) return;
-    await this.redis
-      .multi()
+    // why a pipeline, not MULTI: one round trip either way, half the commands; a missing id key only
+    // means GET by id falls back to "not found" once BullMQ has dropped the job.
+    const results = await this.redis
+      .pipeline()
       .set(this.entryKey(contentKey), JSON.stringify(entry), 'EX', ttlSeconds)
       .set(this.idKey(entry.id), contentKey, 'EX', ttlSeconds)
       .exec();
+    const failed = results?.find(([error]) => error)?.[0];
+    if (failed) throw failed;
   }
 }

@@ -1,2 +1,6 @@
-export { loggingModule, REDACTED_PATHS } from './logging.module';
+export { createLogger, REDACTED_PATHS } from './logger';
+export type { Logger } from './logger';
+export { LOGGER, LoggingModule } from './logging.module';
+export { NestPinoLogger } from './nest-logger';
+export { registerRequestLog } from './request-log';
 export { requestIdFrom } from './request-id';

@@ -2,7 +2,12 @@ import { Injectable, OnModuleInit } from '@nestjs/common';
 import { QueueEvents } from 'bullmq';
 import { Lifecycle } from '@app/health';
 
-export type JobEvent = { kind: 'progress'; progress: number } | { kind: 'settled' };
+/**
+ * `settled`: the job finished, or moved in a way its watchers should re-read it for. `state` is set
+ * when the event itself says where the job is now: BullMQ emits "completed" and "failed" only when
+ * it moves a job to that final state (a failed attempt that will be retried emits "delayed").
+ */
+export type JobEvent = { kind: 'progress'; progress: number } | { kind: 'settled'; state?: 'completed' | 'failed' };
 
 type Listener = (event: JobEvent) => void;
 
@@ -21,17 +26,14 @@ export class JobEvents implements OnModuleInit {
   ) {}
 
   onModuleInit(): void {
-    const settled = ({ jobId }: { jobId: string }) => this.emit(jobId, { kind: 'settled' });
     this.queueEvents
       .on('progress', ({ jobId, data }) => {
         if (typeof data === 'number') this.emit(jobId, { kind: 'progress', progress: data });
       })
-      // why: "failed" also fires for an attempt that will be retried, and "removed" for a cancelled
-      // queued job; a listener re-reads the job's state rather than trusting the event's meaning.
-      .on('completed', settled)
-      .on('failed', settled)
-      .on('removed', settled)
-      .on('retries-exhausted', settled);
+      .on('completed', ({ jobId }) => this.emit(jobId, { kind: 'settled', state: 'completed' }))
+      .on('failed', ({ jobId }) => this.emit(jobId, { kind: 'settled', state: 'failed' }))
+      // A queued job removed by a cancel: its watchers find the cancelled view.
+      .on('removed', ({ jobId }) => this.emit(jobId, { kind: 'settled' }));
   }
 
   /** Calls `listener` for every event of `jobId` until the returned function is called. */
@@ -66,6 +68,7 @@ export class JobEvents implements OnModuleInit {
 /** One request waiting for one job (`Prefer: wait`, DELETE's confirmation). */
 export class JobWatch {
   private settled = false;
+  private state?: string;
   private wake: () => void = () => undefined;
   private readonly unsubscribe: () => void;
 
@@ -77,6 +80,7 @@ export class JobWatch {
     this.unsubscribe = events.subscribe(jobId, (event) => {
       if (event.kind !== 'settled') return;
       this.settled = true;
+      this.state = event.state;
       this.wake();
     });
   }
@@ -86,7 +90,7 @@ export class JobWatch {
    * event, or with a fresh read when `timeoutMs` passes or the process starts draining. `initial`,
    * when the caller already knows the view (a job it has just queued), saves the first read.
    */
-  async until<V>(timeoutMs: number, load: () => Promise<V>, isDone: (view: V) => boolean, initial?: V): Promise<V> {
+  async until<V>(timeoutMs: number, load: (state?: string) => Promise<V>, isDone: (view: V) => boolean, initial?: V): Promise<V> {
     let expired = false;
     const expire = () => {
       expired = true;
@@ -100,7 +104,7 @@ export class JobWatch {
         if (expired || isDone(view)) return view;
         if (!this.settled) await new Promise<void>((resolve) => (this.wake = resolve));
         this.settled = false;
-        view = await load();
+        view = await load(this.state);
       }
     } finally {
       clearTimeout(timer);

@@ -39,12 +39,15 @@ export class JobStore {
     this.keys = queueKeys(config.redisPrefix);
   }
 
-  /** The job as BullMQ holds it, if it still does. */
-  async read(id: string): Promise<StoredJob> {
+  /**
+   * The job as BullMQ holds it, if it still does. `knownState` (from a completion event) saves
+   * asking BullMQ for the state.
+   */
+  async read(id: string, knownState?: string): Promise<StoredJob> {
     if (!JOB_ID.test(id)) return { state: 'unknown' };
     // why in this order, not in parallel: fields read before the state could predate it, e.g. a
     // "completed" state with the result not yet in the fields read. Read after, they are never older.
-    const state = await this.queue.getJobState(id);
+    const state = knownState ?? (await this.queue.getJobState(id));
     const values = await this.redis.hmget(this.queue.toKey(id), ...FIELDS);
     const [name, timestamp, progress, ats, atm, attemptsMade, processedOn, finishedOn, failedReason, returnvalue] = values;
     if (name === null || state === 'unknown') return { state: 'unknown' };
@@ -64,8 +67,8 @@ export class JobStore {
   }
 
   /** The view of job `id` wherever it lives now, or undefined for an id nobody knows. */
-  async view(id: string): Promise<JobView | undefined> {
-    const { record, state } = await this.read(id);
+  async view(id: string, knownState?: string): Promise<JobView | undefined> {
+    const { record, state } = await this.read(id, knownState);
     if (record) return viewOfJob(record, state);
     if (!JOB_ID.test(id)) return undefined;
     const [cancelled, cached] = await Promise.all([

@@ -13,18 +13,22 @@ const HEARTBEAT_MS = 15_000;
 export async function streamJob(
   res: ServerResponse,
   jobId: string,
-  deps: { events: JobEvents; lifecycle: Lifecycle; load: () => Promise<JobView> },
+  deps: { events: JobEvents; lifecycle: Lifecycle; load: (state?: string) => Promise<JobView> },
 ): Promise<void> {
   const write = (event: string, data: unknown) => res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
   let wake: () => void = () => undefined;
   let closed = false;
   let settled = false;
+  let settledState: string | undefined;
   let lastProgress: number | undefined;
   const pendingProgress: number[] = [];
 
   const unsubscribe = deps.events.subscribe(jobId, (event) => {
     if (event.kind === 'progress') pendingProgress.push(event.progress);
-    else settled = true;
+    else {
+      settled = true;
+      settledState = event.state;
+    }
     wake();
   });
   const stop = () => {
@@ -51,7 +55,7 @@ export async function streamJob(
       await signalled;
       if (settled) {
         settled = false;
-        view = await deps.load();
+        view = await deps.load(settledState);
       }
     }
   } catch (error) {

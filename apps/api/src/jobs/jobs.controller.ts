@@ -30,7 +30,7 @@ export class JobsController {
     const timing = new ServerTiming();
     const view = await this.jobs.submit(type, body, {
       waitSeconds: parsePreferWait(prefer, this.config.maxWaitSeconds),
-      requestId: (req.raw as { id?: string }).id,
+      requestId: req.id,
       timing,
     });
     reply.header('server-timing', timing.toString());
@@ -63,6 +63,6 @@ export class JobsController {
       connection: 'keep-alive',
       'x-accel-buffering': 'no',
     });
-    await streamJob(reply.raw, id, { events: this.events, lifecycle: this.lifecycle, load: () => this.jobs.get(id) });
+    await streamJob(reply.raw, id, { events: this.events, lifecycle: this.lifecycle, load: (state) => this.jobs.get(id, state) });
   }
 }

@@ -95,22 +95,22 @@ export class JobsService {
       return waitSeconds > 0 ? this.waitUntilFinal(id, waitSeconds * 1000, timing) : this.get(id);
     }
     if (!watch) return queued;
-    const view = await watch.until(waitSeconds * 1000, () => this.get(id), isFinal, queued);
+    const view = await watch.until(waitSeconds * 1000, (state) => this.get(id, state), isFinal, queued);
     timing?.mark('wait');
     return view;
   }
 
   /** The view of job `id`, wherever it lives now: BullMQ, the cancelled list or the result cache. */
-  async get(id: string): Promise<JobView> {
+  async get(id: string, knownState?: string): Promise<JobView> {
     this.assertRedisUp();
-    const view = await this.store.view(id);
+    const view = await this.store.view(id, knownState);
     if (!view) throw new ApiError('JOB_NOT_FOUND', `No job with id "${id}"`);
     return view;
   }
 
   /** Waits up to `timeoutMs` for job `id` to finish; returns its view either way. */
   async waitUntilFinal(id: string, timeoutMs: number, timing?: ServerTiming): Promise<JobView> {
-    const view = await this.events.watch(id).until(timeoutMs, () => this.get(id), isFinal);
+    const view = await this.events.watch(id).until(timeoutMs, (state) => this.get(id, state), isFinal);
     timing?.mark('wait');
     return view;
   }

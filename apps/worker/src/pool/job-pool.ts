@@ -2,10 +2,10 @@ import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { BroadcastChannel } from 'node:worker_threads';
 import { Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
-import { PinoLogger } from 'nestjs-pino';
 import Piscina from 'piscina';
 import { CONFIG, type Config } from '@app/config';
 import { CodedJobError, JobFailureCode } from '@app/jobs';
+import { type Logger, LOGGER } from '@app/logging';
 import type { ProgressMessage, ThreadData, ThreadResult, ThreadTask } from './thread-protocol';
 
 export interface RunOptions {
@@ -27,7 +27,7 @@ export class JobPool implements OnApplicationShutdown {
   private nextTaskId = 0;
   private closed = false;
 
-  constructor(@Inject(CONFIG) config: Config, logger: PinoLogger) {
+  constructor(@Inject(CONFIG) config: Config, @Inject(LOGGER) logger: Logger) {
     const workerData: ThreadData = { progressChannel: `nest-offload-progress-${randomUUID()}` };
     this.progress = new BroadcastChannel(workerData.progressChannel);
     this.progress.unref();

@@ -1,6 +1,6 @@
 import { Inject, Injectable, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
-import { PinoLogger } from 'nestjs-pino';
 import { CONFIG, type Config } from '@app/config';
+import { type Logger, LOGGER } from '@app/logging';
 import { queueKeys } from '@app/queue';
 import { closeRedis, createRedis } from '@app/redis';
 import { JobProcessor } from './job-processor';
@@ -12,14 +12,15 @@ import { JobProcessor } from './job-processor';
 @Injectable()
 export class CancelListener implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly subscriber;
+  private readonly logger: Logger;
   private readonly channel: string;
 
   constructor(
     private readonly processor: JobProcessor,
-    private readonly logger: PinoLogger,
+    @Inject(LOGGER) logger: Logger,
     @Inject(CONFIG) config: Config,
   ) {
-    this.logger.setContext(CancelListener.name);
+    this.logger = logger.child({ context: CancelListener.name });
     this.channel = queueKeys(config.redisPrefix).cancelChannel;
     this.subscriber = createRedis(config.redisUrl, 'blocking', 'nest-offload:worker-cancel');
   }

@@ -1,10 +1,10 @@
 import { Inject, Injectable, OnApplicationBootstrap } from '@nestjs/common';
 import { Job, UnrecoverableError, WaitingError, Worker } from 'bullmq';
 import type IORedis from 'ioredis';
-import { PinoLogger } from 'nestjs-pino';
 import { ResultCache } from '@app/cache';
 import { CONFIG, type Config } from '@app/config';
 import { CodedJobError, formatFailure, JobFailureCode, JobRegistry } from '@app/jobs';
+import { type Logger, LOGGER } from '@app/logging';
 import { JOBS_QUEUE, JobData, queueKeys } from '@app/queue';
 import { JobPool } from '../pool/job-pool';
 import { WorkerMetrics } from './worker.metrics';
@@ -33,17 +33,18 @@ class HandBack extends Error {}
 export class JobProcessor implements OnApplicationBootstrap {
   private worker?: Worker<JobData, unknown, string>;
   private readonly keys: ReturnType<typeof queueKeys>;
+  private readonly logger: Logger;
 
   constructor(
     private readonly registry: JobRegistry,
     private readonly pool: JobPool,
     private readonly cache: ResultCache,
     private readonly metrics: WorkerMetrics,
-    private readonly logger: PinoLogger,
     @Inject(WORKER_REDIS) private readonly redis: IORedis,
     @Inject(CONFIG) private readonly config: Config,
+    @Inject(LOGGER) logger: Logger,
   ) {
-    this.logger.setContext(JobProcessor.name);
+    this.logger = logger.child({ context: JobProcessor.name });
     this.keys = queueKeys(config.redisPrefix);
   }
 
@@ -93,7 +94,7 @@ export class JobProcessor implements OnApplicationBootstrap {
   }
 
   private async process(job: Job<JobData, unknown, string>, token: string, signal: AbortSignal): Promise<unknown> {
-    const log = this.logger.logger.child({ jobId: job.id, type: job.name, requestId: job.data.requestId, attempt: job.attemptsMade + 1 });
+    const log = this.logger.child({ jobId: job.id, type: job.name, requestId: job.data.requestId, attempt: job.attemptsMade + 1 });
     const refuse = (code: JobFailureCode, message: string) => {
       this.metrics.count(job.name, code);
       log.warn({ code }, `job failed: ${message}`);
