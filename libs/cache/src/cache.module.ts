@@ -18,7 +18,7 @@ export const CACHE_REDIS = Symbol('CACHE_REDIS');
     {
       provide: ResultCache,
       inject: [CACHE_REDIS, CONFIG],
-      useFactory: (redis: IORedis, config: Config) => new ResultCache(redis, config.redisPrefix),
+      useFactory: (redis: IORedis, config: Config) => new ResultCache(redis, config.redisPrefix, config.cacheMemoryMb * 1024 ** 2),
     },
   ],
   exports: [CACHE_REDIS, ResultCache],

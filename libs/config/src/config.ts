@@ -57,6 +57,7 @@ const schema = z.object({
   NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
   REDIS_URL: redisUrl.default('redis://127.0.0.1:6379'),
   CACHE_REDIS_URL: redisUrl.optional(),
+  CACHE_MEMORY_MB: int(0, 4096).default(16),
   REDIS_PREFIX: z
     .string()
     .regex(/^[\w.-]{1,64}$/, 'must be 1-64 letters, digits, dots, dashes or underscores')
@@ -92,6 +93,8 @@ export interface Config {
   readonly redisUrl: string;
   /** Result-cache Redis; may be a separate instance with an LRU policy. */
   readonly cacheRedisUrl: string;
+  /** In-process memory for recently read cache entries (per replica); 0 turns it off. */
+  readonly cacheMemoryMb: number;
   /** Prefix of every Redis key this service writes (BullMQ's prefix too). */
   readonly redisPrefix: string;
   readonly host: string;
@@ -174,6 +177,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, app?: 'api' | '
     env: e.NODE_ENV,
     redisUrl: e.REDIS_URL,
     cacheRedisUrl: e.CACHE_REDIS_URL ?? e.REDIS_URL,
+    cacheMemoryMb: e.CACHE_MEMORY_MB,
     redisPrefix: e.REDIS_PREFIX,
     host: e.HOST,
     port: e.PORT,
