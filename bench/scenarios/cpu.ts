@@ -7,6 +7,7 @@ import type { ScenarioReport } from '../report/report.types';
 import { startTemplate } from '../support/stack';
 import { Rounds, summarize } from '../support/stats';
 import { BenchContext, fresh, rotate, Scenario } from './context';
+import { loadConfig } from '../../libs/config/src/config';
 
 interface View {
   status: string;
@@ -45,9 +46,9 @@ export class CpuScenario implements Scenario<ScenarioReport> {
     return pool;
   }
 
-  /** The template worker's WORKER_NICE (the apps' default is 10). */
+  /** The template worker's WORKER_NICE: the bench's override, else the apps' own default. */
   private get nice(): number {
-    return Number(this.ctx.templateEnv.WORKER_NICE ?? 10);
+    return Number(this.ctx.templateEnv.WORKER_NICE ?? loadConfig({}).workerNice);
   }
 
   private legs(): Leg[] {
@@ -219,7 +220,7 @@ export class CpuScenario implements Scenario<ScenarioReport> {
         `CPU jobs: pbkdf2-sha512, ${this.iterations} iterations (calibrated to ~${this.ctx.opts.cpuJobMs} ms here), a fresh salt per job; ` +
           `${this.ctx.opts.cpu.clients} callers in a closed loop. Template pool busy share (time inside jobs ÷ thread time): ` +
           `${spreadOf(r(`template${n}.poolBusy`), (v) => `${num(v)}%`)}. Mean time a job ran on its thread: template ` +
-          `${spreadOf(r(`template${n}.runMs`), ms)} (worker's nest_offload_job_run_seconds, includes the cache write), raw piscina ` +
+          `${spreadOf(r(`template${n}.runMs`), ms)} (worker's nest_offload_job_run_seconds: the thread hop and the run), raw piscina ` +
           `${spreadOf(r(`raw${n}.runMs`), ms)}${this.nice > 0 ? `, raw piscina at nice ${this.nice} ${spreadOf(r(`rawNice${n}.runMs`), ms)}` : ''}: ` +
           'a gap here is CPU the threads lose to the other processes of the pipeline (API, worker loop, Redis, the load generator), not idle threads.',
       ],

@@ -216,7 +216,7 @@ export class OverheadScenario implements Scenario<ScenarioReport> {
       '',
       `Timed on their own (p50): HTTP round trip of a trivial route on the API ${ms(m('httpMs'))}; Redis PING ${ms(m('redisPingMs'))}; ` +
         `zod validation + content hash ${num(m('validateHashUs'))} µs; piscina thread hop with a MessagePort ${ms(m('threadHopMs'))}; ` +
-        `the worker's own timing of a trivial job (nest_offload_job_run_seconds: thread hop, run, cache write) ${spreadOf(r('template.poolMs'), ms)}. ` +
+        `the worker's own timing of a trivial job (nest_offload_job_run_seconds: thread hop and run) ${spreadOf(r('template.poolMs'), ms)}. ` +
         (this.ctx.redis.own
           ? `Redis commands executed per job, including those inside BullMQ's Lua scripts: template ${num(r('template.redisCommandsPerJob').median)}, raw BullMQ ${num(r('raw.redisCommandsPerJob').median)}.`
           : 'Redis commands per job: not measured (shared Redis).'),
