@@ -4,7 +4,7 @@ import { CONFIG, type Config } from '@app/config';
 import { Lifecycle } from '@app/health';
 import { ServerTiming } from '../http/server-timing';
 import { JobEvents } from './job-events';
-import { streamJob } from './job-stream';
+import { JobStream } from './job-stream';
 import { isFinal, JobView } from './job-view';
 import { JobsService } from './jobs.service';
 import { parsePreferWait } from './prefer-wait';
@@ -55,14 +55,19 @@ export class JobsController {
 
   @Get(':id/events')
   async stream(@Param('id') id: string, @Res() reply: FastifyReply): Promise<void> {
-    await this.jobs.get(id); // unknown id: a 404 problem, before the stream starts
+    const stream = new JobStream(this.events, id);
+    const view = await this.jobs.get(id).catch((error: unknown) => {
+      stream.close();
+      throw error; // an unknown id is a 404 problem, before the stream starts
+    });
     reply.hijack();
     reply.raw.writeHead(200, {
       'content-type': 'text/event-stream; charset=utf-8',
       'cache-control': 'no-cache, no-transform',
       connection: 'keep-alive',
       'x-accel-buffering': 'no',
+      'x-request-id': reply.request.id,
     });
-    await streamJob(reply.raw, id, { events: this.events, lifecycle: this.lifecycle, load: (state) => this.jobs.get(id, state) });
+    await stream.pipe(reply.raw, view, (state) => this.jobs.get(id, state), this.lifecycle);
   }
 }
