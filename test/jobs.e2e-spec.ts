@@ -116,7 +116,11 @@ describe('jobs API', () => {
   it('echoes the request id and carries it into the worker log lines of the job', async () => {
     const res = await submit(api.url, 'fibonacci', { n: 22 }, { wait: 10, headers: { 'x-request-id': 'trace-me-42' } });
     expect(res.headers.get('x-request-id')).toBe('trace-me-42');
-    const jobLines = worker.logs.filter((l) => l.jobId === res.body.id);
+    // The worker's stdout reaches this process on its own pipe, possibly after the API's answer.
+    const jobLines = await waitFor(() => {
+      const lines = worker.logs.filter((l) => l.jobId === res.body.id);
+      return lines.some((l) => l.msg === 'job completed') && lines;
+    }, { what: "the worker's log lines for the job" });
     expect(jobLines.map((l) => l.msg)).toEqual(expect.arrayContaining(['job started', 'job completed']));
     expect(jobLines.every((l) => l.requestId === 'trace-me-42')).toBe(true);
     await waitFor(() => api.logs.some((l) => (l.req as { id?: string })?.id === 'trace-me-42'), { what: 'the API log line' });

@@ -31,7 +31,8 @@ export class AppProcess {
   ) {
     running.add(proc);
     this.exited = new Promise((resolve) =>
-      proc.once('exit', (code) => {
+      // why 'close', not 'exit': it fires once stdout and stderr are drained too, so the logs are complete.
+      proc.once('close', (code) => {
         running.delete(proc);
         resolve(code);
       }),
