@@ -27,23 +27,19 @@ export class AccessMiddleware implements NestMiddleware {
   }
 
   async use(req: IncomingMessage, res: ServerResponse, next: (error?: unknown) => void): Promise<void> {
-    let client: string;
+    let keyName: string | undefined;
     if (this.keys.enabled) {
-      const name = this.keys.identify(req.headers);
-      if (!name) {
+      keyName = this.keys.identify(req.headers);
+      if (!keyName) {
         return next(
           new ApiError('UNAUTHORIZED', 'A valid API key is required (Authorization: Bearer <key> or x-api-key)', {
             headers: { 'www-authenticate': 'Bearer realm="nest-offload"' },
           }),
         );
       }
-      client = `key:${name}`;
-    } else {
-      // why hashed: the rate-limit key in Redis should not hold client addresses in clear.
-      client = `ip:${createHash('sha256').update(clientAddress(req, this.config.trustProxyHops)).digest('base64url').slice(0, 22)}`;
     }
     if (this.limiter) {
-      const decision = await this.limiter.take(client).catch((error: unknown) => {
+      const decision = await this.limiter.take(this.clientOf(req, keyName)).catch((error: unknown) => {
         // why fail open: the limiter protects Redis-backed work, which answers 503 by itself if Redis is down.
         this.logger.warn(`rate limiter unavailable, letting the request through: ${String(error)}`);
         return { allowed: true, retryAfterSeconds: 0 };
@@ -53,5 +49,12 @@ export class AccessMiddleware implements NestMiddleware {
       }
     }
     next();
+  }
+
+  /** The rate-limit budget a request counts against: its API key, or its (hashed) address. */
+  private clientOf(req: IncomingMessage, keyName: string | undefined): string {
+    if (keyName) return `key:${keyName}`;
+    // why hashed: the rate-limit key in Redis should not hold client addresses in clear.
+    return `ip:${createHash('sha256').update(clientAddress(req, this.config.trustProxyHops)).digest('base64url').slice(0, 22)}`;
   }
 }
