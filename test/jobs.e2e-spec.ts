@@ -119,7 +119,7 @@ describe('jobs API', () => {
     // The worker's stdout reaches this process on its own pipe, possibly after the API's answer.
     const jobLines = await waitFor(() => {
       const lines = worker.logs.filter((l) => l.jobId === res.body.id);
-      return lines.some((l) => l.msg === 'job completed') && lines;
+      return lines.some((l) => l.msg === 'job completed') ? lines : undefined;
     }, { what: "the worker's log lines for the job" });
     expect(jobLines.map((l) => l.msg)).toEqual(expect.arrayContaining(['job started', 'job completed']));
     expect(jobLines.every((l) => l.requestId === 'trace-me-42')).toBe(true);
