@@ -1,4 +1,5 @@
 import { Queue } from 'bullmq';
+import { queuePrefix } from '@app/queue';
 import { AppProcess, AppEnv, startStack, stackEnv } from './support/apps';
 import { getJob, request, submit } from './support/http';
 import { waitFor } from './support/wait';
@@ -54,11 +55,13 @@ describe('job faults', () => {
   });
 
   it('rejects a job whose type, version or input this worker cannot run, without retrying', async () => {
-    // What an API of a newer release could enqueue during a rolling deploy.
-    const queue = new Queue('jobs', { connection: { url: env.REDIS_URL }, prefix: env.REDIS_PREFIX });
+    // What an API of a newer release could enqueue during a rolling deploy, once no newer worker
+    // came for it within the grace period (the job is older than that).
+    const queue = new Queue('default', { connection: { url: env.REDIS_URL }, prefix: queuePrefix(env.REDIS_PREFIX!, 'default') });
     try {
       const ids = ['3f1c1d9e-0000-4000-8000-000000000001', '3f1c1d9e-0000-4000-8000-000000000002', '3f1c1d9e-0000-4000-8000-000000000003'];
-      await queue.add('fibonacci', { inputJson: '{"n":5}', version: 99, key: 'fibonacci:v99:x' }, { jobId: ids[0], attempts: 3 });
+      const longAgo = Date.now() - 10 * 60_000;
+      await queue.add('fibonacci', { inputJson: '{"n":5}', version: 99, key: 'fibonacci:v99:x' }, { jobId: ids[0], attempts: 3, timestamp: longAgo });
       await queue.add('primes', { inputJson: '{}', version: 1, key: 'primes:v1:x' }, { jobId: ids[1], attempts: 3 });
       // Input that bypassed the API's validation (a script, an older API) is rejected by the thread.
       await queue.add('fibonacci', { inputJson: '{"n":"fifty"}', version: 1, key: 'fibonacci:v1:y' }, { jobId: ids[2], attempts: 3 });
@@ -70,6 +73,22 @@ describe('job faults', () => {
         expect(view).toMatchObject({ attempts: 1, error: { code: 'JOB_REJECTED' } });
       }
       expect(await worker.metric('nest_offload_jobs_finished_total', { outcome: 'JOB_REJECTED' })).toBe(3);
+    } finally {
+      await queue.close();
+    }
+  });
+
+  it('puts a fresh job of a newer version back for a newer worker instead of failing it', async () => {
+    const queue = new Queue('default', { connection: { url: env.REDIS_URL }, prefix: queuePrefix(env.REDIS_PREFIX!, 'default') });
+    try {
+      const id = '3f1c1d9e-0000-4000-8000-000000000004';
+      await queue.add('fibonacci', { inputJson: '{"n":6}', version: 2, key: 'fibonacci:v2:x' }, { jobId: id, attempts: 3 });
+      await waitFor(async () => (await queue.getJob(id))?.attemptsStarted! >= 2, { what: 'the worker to see it twice', timeoutMs: 15_000 });
+      const job = (await queue.getJob(id))!;
+      expect(['delayed', 'waiting', 'active']).toContain(await job.getState());
+      expect(job.attemptsMade).toBe(0);
+      expect((await getJob(api.url, id)).body).toMatchObject({ status: expect.stringMatching(/queued|active/) });
+      await queue.remove(id);
     } finally {
       await queue.close();
     }

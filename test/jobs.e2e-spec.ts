@@ -1,5 +1,6 @@
 import { pbkdf2Sync } from 'node:crypto';
 import IORedis from 'ioredis';
+import { bullKey } from '@app/queue';
 import { AppProcess, startStack, stackEnv } from './support/apps';
 import { getJob, request, submit } from './support/http';
 import { waitFor } from './support/wait';
@@ -21,7 +22,7 @@ describe('jobs API', () => {
   it('lists every job type with its schema and limits', async () => {
     const { status, body } = await request(`${api.url}/v1/job-types`);
     expect(status).toBe(200);
-    expect(body.map((t: { type: string }) => t.type)).toEqual(['fibonacci', 'pbkdf2', 'sum', 'sort', 'chaos']);
+    expect(body.map((t: { type: string }) => t.type)).toEqual(['fibonacci', 'pbkdf2', 'sum', 'sort', 'sum-range', 'parallel-sum', 'chaos']);
     const fib = body[0];
     expect(fib).toMatchObject({ version: 1, timeoutMs: 30_000, cacheTtlSeconds: 3600 });
     expect(fib.inputSchema).toMatchObject({
@@ -94,8 +95,8 @@ describe('jobs API', () => {
     const redis = new IORedis(env.REDIS_URL!);
     try {
       // What JOB_RETENTION_SECONDS does eventually: BullMQ removes the finished job.
-      await redis.del(`${env.REDIS_PREFIX}:jobs:${done.body.id}`);
-      await redis.zrem(`${env.REDIS_PREFIX}:jobs:completed`, done.body.id);
+      await redis.del(bullKey(env.REDIS_PREFIX!, 'default', done.body.id));
+      await redis.zrem(bullKey(env.REDIS_PREFIX!, 'default', 'completed'), done.body.id);
     } finally {
       redis.disconnect();
     }

@@ -10,7 +10,7 @@ const { JobPool } = require(join(__dirname, '..', 'dist', 'apps', 'worker', 'src
 const config = { workerThreads: 1, workerNice: 0, workerMaxMemoryMb: 16 } as Config;
 const logger = { error: () => undefined } as never;
 const run = (pool: JobPoolClass, name: string, inputJson: string, onProgress: (p: number) => void = () => undefined) =>
-  pool.run(name, inputJson, { attempt: 1, signal: new AbortController().signal, onProgress });
+  pool.run(name, 1, inputJson, { attempt: 1, signal: new AbortController().signal, onProgress });
 
 /** The worker's piscina pool on its own, with a deliberately small thread heap. */
 describe('JobPool', () => {

@@ -1,4 +1,5 @@
 import IORedis from 'ioredis';
+import { bullKey } from '@app/queue';
 import { startApp, stackEnv } from './support/apps';
 import { getJob, request, submit } from './support/http';
 import { waitFor } from './support/wait';
@@ -39,7 +40,7 @@ describe('graceful shutdown', () => {
       for (const j of jobs) expect((await status(api.url, j.body.id)).status).toBe('queued');
       // Nothing is left active: the jobs are waiting, not locked by a dead worker.
       const redis = new IORedis(env.REDIS_URL!);
-      expect(await redis.llen(`${env.REDIS_PREFIX}:jobs:active`)).toBe(0);
+      expect(await redis.llen(bullKey(env.REDIS_PREFIX!, 'default', 'active'))).toBe(0);
       redis.disconnect();
 
       second = await startApp('worker', env);

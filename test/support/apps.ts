@@ -97,12 +97,16 @@ export class AppProcess {
 
 export type AppEnv = Record<string, string | undefined>;
 
-/** Starts a built app with `env` on a free port; resolves once it is ready (or live, for `waitFor: 'live'`). */
-export async function startApp(kind: 'api' | 'worker', env: AppEnv, { waitFor: until = 'ready' }: { waitFor?: 'ready' | 'live' | 'none' } = {}): Promise<AppProcess> {
+/** Starts a built app (of this tree, or of the copy at `root`) with `env` on a free port; resolves once it is ready (or live, for `waitFor: 'live'`). */
+export async function startApp(
+  kind: 'api' | 'worker',
+  env: AppEnv,
+  { waitFor: until = 'ready', root = ROOT }: { waitFor?: 'ready' | 'live' | 'none'; root?: string } = {},
+): Promise<AppProcess> {
   const port = await freePort();
   const portVar = kind === 'api' ? 'PORT' : 'WORKER_PORT';
   const proc = spawn(process.execPath, [ENTRY[kind]], {
-    cwd: ROOT,
+    cwd: root,
     env: { PATH: process.env.PATH, NODE_ENV: 'test', LOG_LEVEL: 'info', HOST: '127.0.0.1', ...env, [portVar]: String(port) },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -3,10 +3,12 @@ import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import { loadConfig } from '@app/config';
 import { Lifecycle } from '@app/health';
-import { JobRegistry } from '@app/jobs';
+import { JobRegistry, knownVersions } from '@app/jobs';
 import { createLogger, NestPinoLogger } from '@app/logging';
 import { watchEvictionPolicy } from '@app/redis';
-import { JobProcessor, WORKER_REDIS } from './processor/job-processor';
+import { JobProcessor } from './processor/job-processor';
+import { WORKER_REDIS } from './processor/worker-redis';
+import { WORKER_QUEUES } from './processor/worker-queues';
 import { WorkerModule } from './worker.module';
 
 /** Past the shutdown deadline, this much longer is allowed for handing jobs back before giving up. */
@@ -47,8 +49,13 @@ async function bootstrap(): Promise<void> {
   };
 
   await app.listen(config.workerPort, config.host);
-  const types = app.get(JobRegistry).list().map((d) => `${d.name}@${d.version}`);
-  logger.log(`worker consuming with ${config.workerThreads} threads; probes on ${await app.getUrl()}; job types ${types.join(', ')}`, 'Bootstrap');
+  const queues = app.get<string[]>(WORKER_QUEUES);
+  const types = app
+    .get(JobRegistry)
+    .list()
+    .filter((d) => queues.includes(d.queue))
+    .map((d) => `${d.name}@${knownVersions(d).join('+')}`);
+  logger.log(`worker consuming queues ${queues.join(', ')} with ${config.workerThreads} threads; probes on ${await app.getUrl()}; job types ${types.join(', ')}`, 'Bootstrap');
 }
 
 bootstrap().catch((error: unknown) => {

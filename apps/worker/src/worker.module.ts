@@ -9,8 +9,16 @@ import { MetricsModule } from '@app/metrics';
 import { closeRedis, createRedis, pingRedis } from '@app/redis';
 import { JobPool } from './pool/job-pool';
 import { CancelListener } from './processor/cancel.listener';
-import { JobProcessor, WORKER_REDIS } from './processor/job-processor';
+import { FanOut } from './processor/fan-out';
+import { JobProcessor } from './processor/job-processor';
+import { WORKER_REDIS } from './processor/worker-redis';
 import { WorkerMetrics } from './processor/worker.metrics';
+import { selectQueues, WORKER_QUEUES } from './processor/worker-queues';
+
+// why throw, not return a rejected promise: a check's promise is awaited by the health controller.
+function assert(ok: boolean, problem: string): void {
+  if (!ok) throw new Error(problem);
+}
 
 /** Closes the worker's queue connection last, after the BullMQ worker has let go of it. */
 class WorkerRedisCloser implements OnApplicationShutdown {
@@ -25,17 +33,22 @@ class WorkerRedisCloser implements OnApplicationShutdown {
 @Module({})
 export class WorkerModule {
   static forRoot(config: Config, logger: Logger): DynamicModule {
+    // why here, not in a provider: a bad WORKER_QUEUES stops start-up with its message, before Nest starts.
+    const registry = JobRegistry.forConfig(config);
+    const queues = selectQueues(registry, config.workerQueues);
     return {
       module: WorkerModule,
       imports: [ConfigModule.forRoot(config), LoggingModule.forRoot(logger), CacheModule, MetricsModule],
       controllers: [HealthController],
       providers: [
-        { provide: JobRegistry, useValue: JobRegistry.forConfig(config) },
+        { provide: JobRegistry, useValue: registry },
+        { provide: WORKER_QUEUES, useValue: queues },
         { provide: WORKER_REDIS, useFactory: () => createRedis(config.redisUrl, 'durable', 'nest-offload:worker') },
         WorkerRedisCloser,
         Lifecycle,
         JobPool,
         WorkerMetrics,
+        FanOut,
         JobProcessor,
         CancelListener,
         {
@@ -43,8 +56,8 @@ export class WorkerModule {
           inject: [WORKER_REDIS, JobPool, JobProcessor],
           useFactory: (redis: IORedis, pool: JobPool, processor: JobProcessor): HealthIndicator[] => [
             { name: 'queueRedis', check: () => pingRedis(redis) },
-            { name: 'pool', check: async () => void (pool.alive || Promise.reject(new Error('pool closed'))) },
-            { name: 'consumer', check: async () => void (processor.running || Promise.reject(new Error('not consuming'))) },
+            { name: 'pool', check: async () => assert(pool.alive, 'pool closed') },
+            { name: 'consumer', check: async () => assert(processor.running, 'not consuming every queue') },
           ],
         },
       ],

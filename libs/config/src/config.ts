@@ -53,6 +53,12 @@ const apiKeys = z
     }),
   );
 
+// Queue names as job types declare them (see QUEUE_NAME in libs/jobs); which exist is checked at start.
+const queueList = z
+  .string()
+  .transform((v) => [...new Set(v.split(',').map((name) => name.trim()).filter(Boolean))])
+  .pipe(z.array(z.string().regex(/^[a-z][a-z0-9-]{0,30}$/, 'must be comma-separated queue names')).min(1, 'must name at least one queue'));
+
 const schema = z.object({
   NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
   REDIS_URL: redisUrl.default('redis://127.0.0.1:6379'),
@@ -66,6 +72,7 @@ const schema = z.object({
   PORT: int(0, 65535).default(3000),
   WORKER_PORT: int(0, 65535).default(3001),
   WORKER_THREADS: int(1, 256).default(cpuBudget()),
+  WORKER_QUEUES: queueList.optional(),
   WORKER_MAX_MEMORY_MB: int(16, 65536).default(512),
   WORKER_NICE: int(0, 19).default(19),
   JOB_TIMEOUT_MS: int(100, 24 * 3600 * 1000).default(60_000),
@@ -101,6 +108,8 @@ export interface Config {
   readonly port: number;
   readonly workerPort: number;
   readonly workerThreads: number;
+  /** Queues this worker consumes; undefined means every queue a registered type uses. */
+  readonly workerQueues?: readonly string[];
   /** Heap limit of each pool thread; a job past it fails with JOB_OUT_OF_MEMORY. */
   readonly workerMaxMemoryMb: number;
   /** Added to the pool threads' nice value so they yield the CPU to event loops. */
@@ -183,6 +192,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, app?: 'api' | '
     port: e.PORT,
     workerPort: e.WORKER_PORT,
     workerThreads: e.WORKER_THREADS,
+    workerQueues: e.WORKER_QUEUES && Object.freeze(e.WORKER_QUEUES),
     workerMaxMemoryMb: e.WORKER_MAX_MEMORY_MB,
     workerNice: e.WORKER_NICE,
     jobTimeoutMs: e.JOB_TIMEOUT_MS,

@@ -18,6 +18,8 @@ export const chaos = defineJob({
   timeoutMs: 600_000,
   cacheTtlSeconds: 0,
   retry: { attempts: 2, backoffMs: 100 },
+  // why: a drill yields to real work in its queue (BullMQ takes jobs without a priority first).
+  priority: 100,
   run: ({ mode, ms }, ctx) => {
     switch (mode) {
       case 'throw':

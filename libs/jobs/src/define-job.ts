@@ -15,6 +15,34 @@ export interface RetryPolicy {
   readonly backoffMs: number;
 }
 
+/** The code that runs jobs of one version of a type. */
+export interface JobRunner<Out = unknown> {
+  readonly version: number;
+  /** The input schema jobs of this version were validated against. */
+  readonly input: z.ZodType;
+  run(input: unknown, ctx: JobContext): Out | Promise<Out>;
+}
+
+/**
+ * A version a type used to have, which its workers still run when a job of it is queued. With only
+ * `version`, the current `input` and `run` take those jobs (declare it so only when they accept
+ * them unchanged); with `input` and `run`, that version's own code runs them. See `previousVersion`.
+ */
+export interface PreviousVersion<Out = unknown> {
+  readonly version: number;
+  readonly input?: z.ZodType;
+  readonly run?: (input: never, ctx: JobContext) => Out | Promise<Out>;
+}
+
+/** Keeps an old version's code runnable, typed by its own input schema. */
+export function previousVersion<In extends z.ZodType, Out>(v: {
+  version: number;
+  input: In;
+  run(input: z.output<In>, ctx: JobContext): Out | Promise<Out>;
+}): PreviousVersion<Out> {
+  return v;
+}
+
 export interface JobDefinition<Name extends string = string, In = any, Out = any> {
   readonly name: Name;
   /** Bump when `run` changes its result for the same input: it is part of the cache key. */
@@ -28,15 +56,40 @@ export interface JobDefinition<Name extends string = string, In = any, Out = any
   /** How long a completed result is served from the Redis cache; 0 disables caching. */
   readonly cacheTtlSeconds: number;
   readonly retry: RetryPolicy;
+  /** The BullMQ queue its jobs go to; workers choose queues with WORKER_QUEUES. */
+  readonly queue: string;
+  /** BullMQ priority within its queue: 1 is taken first; jobs without one come before any with one. */
+  readonly priority?: number;
+  /** Versions before `version` whose queued jobs workers still run (a rolling update loses nothing). */
+  readonly previousVersions: readonly PreviousVersion[];
+  /** Set by `defineFanOut`: the job splits into child jobs that any worker runs, then merges their results. */
+  readonly fanOut?: FanOut<In, Out>;
   /** Pure CPU work. Runs in a worker thread, so it may block as long as it likes. */
   run(input: In, ctx: JobContext): Out | Promise<Out>;
 }
 
-const NAME = /^[a-z][a-z0-9-]{0,62}$/;
+/** How a fan-out job splits and merges (see define-fan-out.ts). Both run on a pool thread. */
+export interface FanOut<In = unknown, Out = unknown> {
+  /** The type each chunk runs as; it shares the parent's queue. */
+  readonly child: JobDefinition;
+  /** The inputs of the children, in order. */
+  split(input: In): unknown[];
+  /** The result, from the children's results in the order `split` gave their inputs. */
+  merge(results: unknown[], input: In): Out;
+}
+
+/** The queue of every type that names none. */
+export const DEFAULT_QUEUE = 'default';
+/** BullMQ's priority range (1 … 2^21). */
+const MAX_PRIORITY = 2 ** 21;
+
+export const JOB_NAME = /^[a-z][a-z0-9-]{0,62}$/;
+// why short: the queue name is in every Redis key of the queue and in metric labels.
+export const QUEUE_NAME = /^[a-z][a-z0-9-]{0,30}$/;
 
 /**
- * Declares a job type. Everything else (API validation, the job-types listing, worker routing,
- * cache keys, metric labels) is derived from this one declaration.
+ * Declares a job type. Everything else (API validation, the job-types listing, queue routing,
+ * worker routing, cache keys, metric labels) is derived from this one declaration.
  */
 export function defineJob<const Name extends string, In extends z.ZodType, Out extends z.ZodType>(def: {
   name: Name;
@@ -47,18 +100,48 @@ export function defineJob<const Name extends string, In extends z.ZodType, Out e
   timeoutMs: number;
   cacheTtlSeconds: number;
   retry?: Partial<RetryPolicy>;
+  queue?: string;
+  priority?: number;
+  // why not typed by Out: a bump may change the result's shape; old jobs keep their old one.
+  previousVersions?: readonly PreviousVersion[];
   run(input: z.output<In>, ctx: JobContext): z.output<Out> | Promise<z.output<Out>>;
 }): JobDefinition<Name, z.output<In>, z.output<Out>> {
+  const previous = def.previousVersions ?? [];
   const problems = [
-    !NAME.test(def.name) && `name must match ${NAME}`,
+    !JOB_NAME.test(def.name) && `name must match ${JOB_NAME}`,
     !(Number.isInteger(def.version) && def.version > 0) && 'version must be a positive integer',
     !(Number.isInteger(def.timeoutMs) && def.timeoutMs > 0) && 'timeoutMs must be a positive integer',
     !(Number.isInteger(def.cacheTtlSeconds) && def.cacheTtlSeconds >= 0) && 'cacheTtlSeconds must be >= 0',
     def.retry?.attempts !== undefined && !(def.retry.attempts >= 1) && 'retry.attempts must be >= 1',
+    def.queue !== undefined && !QUEUE_NAME.test(def.queue) && `queue must match ${QUEUE_NAME}`,
+    def.priority !== undefined && !(Number.isInteger(def.priority) && def.priority >= 1 && def.priority <= MAX_PRIORITY) && `priority must be an integer from 1 to ${MAX_PRIORITY}`,
+    previous.some((p) => !(Number.isInteger(p.version) && p.version > 0 && p.version < def.version)) &&
+      'previousVersions must be positive integers below version',
+    new Set(previous.map((p) => p.version)).size !== previous.length && 'previousVersions must not repeat a version',
+    previous.some((p) => (p.input === undefined) !== (p.run === undefined)) && 'a previous version gives both input and run, or neither',
   ].filter(Boolean);
   if (problems.length > 0) throw new Error(`Job type "${def.name}": ${problems.join('; ')}`);
   return Object.freeze({
     ...def,
+    queue: def.queue ?? DEFAULT_QUEUE,
+    previousVersions: Object.freeze([...previous]),
     retry: Object.freeze({ attempts: 3, backoffMs: 1000, ...def.retry }),
   }) as JobDefinition<Name, z.output<In>, z.output<Out>>;
+}
+
+/**
+ * The code that runs a job of `version`: the current one, a kept previous one, or undefined for a
+ * version this type never had (or dropped).
+ */
+export function runnerOf(def: JobDefinition, version: number): JobRunner | undefined {
+  if (version === def.version) return { version, input: def.input, run: (input, ctx) => def.run(input, ctx) };
+  const previous = def.previousVersions.find((p) => p.version === version);
+  if (!previous) return undefined;
+  const run = (previous.run ?? def.run) as (input: unknown, ctx: JobContext) => unknown;
+  return { version, input: previous.input ?? def.input, run };
+}
+
+/** Every version of `def` this build still runs, newest first. */
+export function knownVersions(def: JobDefinition): number[] {
+  return [def.version, ...def.previousVersions.map((p) => p.version).sort((a, b) => b - a)];
 }

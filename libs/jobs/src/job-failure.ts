@@ -15,6 +15,8 @@ export const JobFailureCode = {
   JOB_CANCELLED: 'JOB_CANCELLED',
   /** The job's data does not match this worker's registry (unknown type, other version, bad input). */
   JOB_REJECTED: 'JOB_REJECTED',
+  /** A fan-out job's child failed for good; the rest of its children were cancelled. Not retried. */
+  JOB_CHILD_FAILED: 'JOB_CHILD_FAILED',
   /** Moved to failed by BullMQ itself (e.g. stalled too many times). */
   JOB_LOST: 'JOB_LOST',
 } as const;

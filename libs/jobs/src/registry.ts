@@ -1,12 +1,14 @@
 import { chaos } from './chaos.job';
 import { JobDefinition } from './define-job';
 import { fibonacci } from './fibonacci.job';
+import { parallelSum } from './parallel-sum.job';
 import { pbkdf2 } from './pbkdf2.job';
 import { sort } from './sort.job';
 import { sum } from './sum.job';
+import { sumRangeJob } from './sum-range.job';
 
 /** The job types this service offers. Adding one is a new `*.job.ts` file and one line here. */
-export const coreJobs = [fibonacci, pbkdf2, sum, sort] as const;
+export const coreJobs = [fibonacci, pbkdf2, sum, sort, sumRangeJob, parallelSum] as const;
 
 /** Everything a pool thread can run: the core types plus the opt-in test type. */
 export const allJobs = [...coreJobs, chaos] as const;
@@ -30,6 +32,12 @@ export class JobRegistry {
       this.byName.set(def.name, def);
     }
     if (this.byName.size === 0) throw new Error('Job registry: no job types registered');
+    for (const def of this.byName.values()) {
+      const child = def.fanOut?.child;
+      if (child && this.byName.get(child.name) !== child) {
+        throw new Error(`Job registry: "${def.name}" fans out to "${child.name}", which is not registered`);
+      }
+    }
   }
 
   get(name: string): JobDefinition | undefined {
@@ -38,6 +46,11 @@ export class JobRegistry {
 
   list(): JobDefinition[] {
     return [...this.byName.values()];
+  }
+
+  /** The queues these types go to, sorted: every queue some worker must consume. */
+  queues(): string[] {
+    return [...new Set(this.list().map((def) => def.queue))].sort();
   }
 
   static forConfig(options: { chaosJobs: boolean }): JobRegistry {

@@ -1,3 +1,4 @@
 export type { JobData } from './job-data';
-export { JOBS_QUEUE, queueKeys } from './queue.keys';
+export { bullKey, childJobId, queueKeys, queuePrefix } from './queue.keys';
 export type { QueueKeys } from './queue.keys';
+export { stopChildren } from './children';

@@ -12,4 +12,8 @@ export interface JobData {
   key: string;
   /** Request id of the submission, so the worker's log lines for this job carry it. */
   requestId?: string;
+  /** A fan-out job, once split: how many children it has (their ids come from `childJobId`). */
+  chunks?: number;
+  /** A fan-out's child: its parent and its place among the chunks. */
+  parent?: { id: string; index: number; of: number };
 }

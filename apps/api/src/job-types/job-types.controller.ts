@@ -1,12 +1,18 @@
 import { Controller, Get, Inject } from '@nestjs/common';
 import { z } from 'zod';
 import { CONFIG, type Config } from '@app/config';
-import { JobRegistry } from '@app/jobs';
+import { JobRegistry, knownVersions } from '@app/jobs';
 
 export interface JobTypeView {
   type: string;
   version: number;
+  /** Every version whose queued jobs the workers still run, newest first. */
+  runsVersions: number[];
   description: string;
+  /** The queue its jobs go to (workers pick queues with WORKER_QUEUES). */
+  queue: string;
+  /** BullMQ priority within the queue (1 first), or null: taken before any prioritized job. */
+  priority: number | null;
   inputSchema: unknown;
   outputSchema: unknown;
   timeoutMs: number;
@@ -23,7 +29,10 @@ export class JobTypesController {
     this.types = registry.list().map((def) => ({
       type: def.name,
       version: def.version,
+      runsVersions: knownVersions(def),
       description: def.description,
+      queue: def.queue,
+      priority: def.priority ?? null,
       inputSchema: z.toJSONSchema(def.input, { io: 'input', unrepresentable: 'any' }),
       outputSchema: z.toJSONSchema(def.output, { io: 'output', unrepresentable: 'any' }),
       timeoutMs: Math.min(def.timeoutMs, config.jobTimeoutMs),

@@ -1,6 +1,11 @@
-import { Injectable, OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import { QueueEvents } from 'bullmq';
+import type IORedis from 'ioredis';
+import { CONFIG, type Config } from '@app/config';
 import { Lifecycle } from '@app/health';
+import { JobRegistry } from '@app/jobs';
+import { queuePrefix } from '@app/queue';
+import { closeRedis, createRedis } from '@app/redis';
 
 /**
  * `settled`: the job finished, or moved in a way its watchers should re-read it for. `state` is set
@@ -12,21 +17,40 @@ export type JobEvent = { kind: 'progress'; progress: number } | { kind: 'settled
 type Listener = (event: JobEvent) => void;
 
 /**
- * Fans BullMQ's event stream out to the requests that watch one job (SSE, `Prefer: wait`, cancel).
- * One QueueEvents reader per API process serves them all; the stream lives in Redis, so a job run
- * by any worker is seen by every API replica.
+ * Fans BullMQ's event streams out to the requests that watch one job (SSE, `Prefer: wait`, cancel).
+ * One QueueEvents reader per queue and API process serves them all; the streams live in Redis, so a
+ * job run by any worker is seen by every API replica. Job ids are unique across queues.
  */
 @Injectable()
-export class JobEvents implements OnModuleInit {
+export class JobEvents implements OnModuleInit, OnApplicationShutdown {
   private readonly listeners = new Map<string, Set<Listener>>();
+  private readonly readers: Array<{ events: QueueEvents; connection: IORedis }>;
 
   constructor(
-    private readonly queueEvents: QueueEvents,
+    registry: JobRegistry,
+    @Inject(CONFIG) config: Config,
     private readonly lifecycle: Lifecycle,
-  ) {}
+  ) {
+    this.readers = registry.queues().map((name) => {
+      // why a connection each: QueueEvents holds a blocking XREAD open on its queue's stream.
+      const connection = createRedis(config.redisUrl, 'blocking', `nest-offload:api-events:${name}`);
+      const events = new QueueEvents(name, { connection, prefix: queuePrefix(config.redisPrefix, name) }).on('error', () => undefined);
+      return { events, connection };
+    });
+  }
 
   onModuleInit(): void {
-    this.queueEvents
+    for (const { events } of this.readers) this.listen(events);
+  }
+
+  /** Runs after the HTTP server has drained (Nest's last shutdown hook). */
+  async onApplicationShutdown(): Promise<void> {
+    await Promise.allSettled(this.readers.map(({ events }) => events.close()));
+    await Promise.allSettled(this.readers.map(({ connection }) => closeRedis(connection)));
+  }
+
+  private listen(events: QueueEvents): void {
+    events
       .on('progress', ({ jobId, data }) => {
         if (typeof data === 'number') this.emit(jobId, { kind: 'progress', progress: data });
       })

@@ -1,11 +1,10 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { Queue } from 'bullmq';
 import type IORedis from 'ioredis';
 import { ResultCache } from '@app/cache';
 import { CONFIG, type Config } from '@app/config';
 import { queueKeys } from '@app/queue';
 import { JobRecord, JobView, viewOfCached, viewOfJob } from './job-view';
-import { type JobsQueue, QUEUE_REDIS } from './queue.providers';
+import { JobQueues, type JobsQueue, QUEUE_REDIS } from './queue.providers';
 
 const JOB_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
@@ -23,6 +22,8 @@ export interface StoredJob {
   record?: JobRecord;
   /** BullMQ's state: waiting, prioritized, delayed, active, completed, failed, … or unknown. */
   state: string;
+  /** The queue that holds it. */
+  queue?: JobsQueue;
 }
 
 /** Where a job's state lives: BullMQ's hash, the cancelled-view key, or the result cache. */
@@ -31,7 +32,7 @@ export class JobStore {
   private readonly keys: ReturnType<typeof queueKeys>;
 
   constructor(
-    @Inject(Queue) private readonly queue: JobsQueue,
+    private readonly queues: JobQueues,
     @Inject(QUEUE_REDIS) private readonly redis: IORedis,
     private readonly cache: ResultCache,
     @Inject(CONFIG) private readonly config: Config,
@@ -41,14 +42,16 @@ export class JobStore {
 
   /**
    * The job as BullMQ holds it, if it still does. `knownState` (from a completion event) saves
-   * asking BullMQ for the state.
+   * asking BullMQ for the state; `queue`, when the caller knows it, saves looking for it.
    */
-  async read(id: string, knownState?: string): Promise<StoredJob> {
+  async read(id: string, knownState?: string, queue?: JobsQueue): Promise<StoredJob> {
     if (!JOB_ID.test(id)) return { state: 'unknown' };
+    queue ??= await this.queues.locate(id);
+    if (!queue) return { state: 'unknown' };
     // why in this order, not in parallel: fields read before the state could predate it, e.g. a
     // "completed" state with the result not yet in the fields read. Read after, they are never older.
-    const state = knownState ?? (await this.queue.getJobState(id));
-    const values = await this.redis.hmget(this.queue.toKey(id), ...FIELDS);
+    const state = knownState ?? (await queue.getJobState(id));
+    const values = await this.redis.hmget(queue.toKey(id), ...FIELDS);
     const [name, timestamp, progress, ats, atm, attemptsMade, processedOn, finishedOn, failedReason, returnvalue] = values;
     if (name === null || state === 'unknown') return { state: 'unknown' };
     const record: JobRecord = {
@@ -63,12 +66,12 @@ export class JobStore {
       failedReason: failedReason ?? undefined,
       returnvalue: json(returnvalue),
     };
-    return { record, state };
+    return { record, state, queue };
   }
 
   /** The view of job `id` wherever it lives now, or undefined for an id nobody knows. */
-  async view(id: string, knownState?: string): Promise<JobView | undefined> {
-    const { record, state } = await this.read(id, knownState);
+  async view(id: string, knownState?: string, queue?: JobsQueue): Promise<JobView | undefined> {
+    const { record, state } = await this.read(id, knownState, queue);
     if (record) return viewOfJob(record, state);
     if (!JOB_ID.test(id)) return undefined;
     const [cancelled, cached] = await Promise.all([
@@ -81,8 +84,8 @@ export class JobStore {
   }
 
   /** Removes a job that no worker holds; false when one does (it was picked up meanwhile). */
-  async removeQueued(id: string): Promise<boolean> {
-    return (await this.queue.remove(id)) === 1;
+  async removeQueued(id: string, queue: JobsQueue): Promise<boolean> {
+    return (await queue.remove(id)) === 1;
   }
 
   /** Keeps the view of a job cancelled while queued, since BullMQ no longer has it. */

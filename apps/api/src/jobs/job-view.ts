@@ -41,13 +41,14 @@ const iso = (ms: number | undefined): string | undefined => (ms ? new Date(ms).t
 function statusOf(state: string, failure: JobFailure | undefined): JobStatus {
   switch (state) {
     case 'active':
+    case 'waiting-children': // a fan-out job whose chunks are running
       return 'active';
     case 'completed':
       return 'completed';
     case 'failed':
       return failure?.code === JobFailureCode.JOB_CANCELLED ? 'cancelled' : 'failed';
     default:
-      // waiting, prioritized, delayed (a retry's backoff), waiting-children
+      // waiting, prioritized, delayed (a retry's backoff)
       return 'queued';
   }
 }

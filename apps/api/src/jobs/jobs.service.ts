@@ -1,21 +1,20 @@
 import { randomUUID } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
-import { Queue } from 'bullmq';
 import type IORedis from 'ioredis';
 import { ResultCache } from '@app/cache';
 import { CONFIG, type Config } from '@app/config';
 import { Lifecycle } from '@app/health';
 import { canonicalJson, contentKey, JobDefinition, JobRegistry } from '@app/jobs';
-import { JobData, queueKeys } from '@app/queue';
+import { JobData, queueKeys, stopChildren } from '@app/queue';
 import { ApiError, FieldError } from '../http/api-error';
 import { ServerTiming } from '../http/server-timing';
 import { Backlog } from './backlog';
 import { JobEvents } from './job-events';
 import { JobStore } from './job-store';
 import { isFinal, JobView, viewOfCached, viewOfCancelled, viewOfJob } from './job-view';
-import { type JobsQueue, QUEUE_REDIS } from './queue.providers';
+import { JobQueues, type JobsQueue, QUEUE_REDIS } from './queue.providers';
 
-const QUEUED_STATES = new Set(['waiting', 'prioritized', 'delayed', 'waiting-children']);
+const QUEUED_STATES = new Set(['waiting', 'prioritized', 'delayed']);
 /** How long DELETE waits for a running job to be aborted by its worker before answering 202. */
 const CANCEL_CONFIRM_MS = 3000;
 
@@ -32,7 +31,7 @@ export class JobsService {
 
   constructor(
     private readonly registry: JobRegistry,
-    @Inject(Queue) private readonly queue: JobsQueue,
+    private readonly queues: JobQueues,
     @Inject(QUEUE_REDIS) private readonly redis: IORedis,
     private readonly store: JobStore,
     private readonly cache: ResultCache,
@@ -61,18 +60,20 @@ export class JobsService {
     const cached = def.cacheTtlSeconds > 0 ? await this.cache.get(key).catch(() => undefined) : undefined;
     timing?.mark('cache');
     if (cached) return viewOfCached(cached);
-    const backlog = await this.backlog.waiting();
+    const queue = this.queues.get(def.queue);
+    const backlog = await this.backlog.waiting(queue);
     if (backlog >= this.config.maxBacklog) {
-      throw new ApiError('BACKLOG_FULL', `${backlog} jobs are waiting; retry later`, { retryAfterSeconds: 5 });
+      throw new ApiError('BACKLOG_FULL', `${backlog} jobs are waiting in queue "${queue.name}"; retry later`, { retryAfterSeconds: 5 });
     }
 
     const newId = randomUUID();
     // why subscribe first: a fast job could finish between the add and a later subscription.
     const watch = waitSeconds > 0 ? this.events.watch(newId) : undefined;
     const data: JobData = { inputJson, version: def.version, key, requestId };
-    const job = await this.queue
+    const job = await queue
       .add(def.name, data, {
         jobId: newId,
+        priority: def.priority,
         // why: the deduplication key lives until the job completes or fails, so identical submissions
         // from any replica join the job in flight. The worker writes the cache before completing, so
         // once the key is released the cache answers instead.
@@ -92,25 +93,28 @@ export class JobsService {
     if (id !== newId) {
       // Joined an identical job already queued or running (or just finished).
       watch?.close();
-      return waitSeconds > 0 ? this.waitUntilFinal(id, waitSeconds * 1000, timing) : this.get(id);
+      return waitSeconds > 0 ? this.waitUntilFinal(id, waitSeconds * 1000, timing, queue) : this.get(id, undefined, queue);
     }
     if (!watch) return queued;
-    const view = await watch.until(waitSeconds * 1000, (state) => this.get(id, state), isFinal, queued);
+    const view = await watch.until(waitSeconds * 1000, (state) => this.get(id, state, queue), isFinal, queued);
     timing?.mark('wait');
     return view;
   }
 
-  /** The view of job `id`, wherever it lives now: BullMQ, the cancelled list or the result cache. */
-  async get(id: string, knownState?: string): Promise<JobView> {
+  /**
+   * The view of job `id`, wherever it lives now: BullMQ, the cancelled list or the result cache.
+   * `knownState` and `queue`, when the caller knows them, save reads.
+   */
+  async get(id: string, knownState?: string, queue?: JobsQueue): Promise<JobView> {
     this.assertRedisUp();
-    const view = await this.store.view(id, knownState);
+    const view = await this.store.view(id, knownState, queue);
     if (!view) throw new ApiError('JOB_NOT_FOUND', `No job with id "${id}"`);
     return view;
   }
 
   /** Waits up to `timeoutMs` for job `id` to finish; returns its view either way. */
-  async waitUntilFinal(id: string, timeoutMs: number, timing?: ServerTiming): Promise<JobView> {
-    const view = await this.events.watch(id).until(timeoutMs, (state) => this.get(id, state), isFinal);
+  async waitUntilFinal(id: string, timeoutMs: number, timing?: ServerTiming, queue?: JobsQueue): Promise<JobView> {
+    const view = await this.events.watch(id).until(timeoutMs, (state) => this.get(id, state, queue), isFinal);
     timing?.mark('wait');
     return view;
   }
@@ -121,7 +125,7 @@ export class JobsService {
    */
   async cancel(id: string): Promise<JobView> {
     this.assertRedisUp();
-    const { record, state } = await this.store.read(id);
+    const { record, state, queue } = await this.store.read(id);
     if (!record) {
       const view = await this.store.view(id);
       if (!view) throw new ApiError('JOB_NOT_FOUND', `No job with id "${id}"`);
@@ -131,14 +135,17 @@ export class JobsService {
     if (isFinal(current)) throw new ApiError('JOB_ALREADY_FINISHED', `Job "${id}" is already ${current.status}`);
 
     await this.redis.set(this.keys.cancelMarker(id), '1', 'EX', this.config.jobRetentionSeconds);
-    if (QUEUED_STATES.has(state) && (await this.store.removeQueued(id))) {
+    // A fan-out job waiting for its chunks: stopping them wakes it, and it ends as cancelled.
+    const parent = state === 'waiting-children' ? await queue!.getJob(id) : undefined;
+    if (parent) await stopChildren(parent, this.redis, this.config.redisPrefix, this.config.jobRetentionSeconds);
+    else if (QUEUED_STATES.has(state) && (await this.store.removeQueued(id, queue!))) {
       const cancelled = viewOfCancelled(current);
       await this.store.saveCancelled(cancelled);
       return cancelled;
     }
     // Running (or picked up between our read and the remove, which then refuses: it holds a lock).
     await this.redis.publish(this.keys.cancelChannel, id);
-    return this.waitUntilFinal(id, CANCEL_CONFIRM_MS);
+    return this.waitUntilFinal(id, CANCEL_CONFIRM_MS, undefined, queue);
   }
 
   /**

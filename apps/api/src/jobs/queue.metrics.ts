@@ -1,23 +1,46 @@
-import { Inject, Injectable } from '@nestjs/common';
-import { Queue } from 'bullmq';
+import { Injectable } from '@nestjs/common';
 import { Gauge, Registry } from 'prom-client';
-import type { JobsQueue } from './queue.providers';
+import { JobQueues } from './queue.providers';
 
-const STATES = ['waiting', 'prioritized', 'delayed', 'active', 'failed', 'completed'] as const;
+const STATES = ['waiting', 'prioritized', 'delayed', 'waiting-children', 'active', 'failed', 'completed'] as const;
+type Counts = Map<string, Partial<Record<(typeof STATES)[number], number>>>;
 
-/** `nest_offload_queue_jobs{state}`: the shared queue's depth, read at scrape time (the signal to scale workers on). */
+/**
+ * `nest_offload_queue_jobs{queue,state}`: each queue's depth, read at scrape time, and
+ * `nest_offload_queue_backlog{queue}`: the work its workers must run or are running (waiting +
+ * prioritized + active), the one number to scale a queue's workers on (see docker/kubernetes).
+ */
 @Injectable()
 export class QueueMetrics {
-  constructor(registry: Registry, @Inject(Queue) queue: JobsQueue) {
+  private reading?: { at: number; counts: Promise<Counts> };
+
+  constructor(registry: Registry, queues: JobQueues) {
+    // why one reading for both gauges: a scrape collects them one after the other; they must agree.
+    const read = (): Promise<Counts> => {
+      if (this.reading && Date.now() - this.reading.at < 1000) return this.reading.counts;
+      const counts = Promise.all(
+        queues.list().map(async (queue) => [queue.name, await queue.getJobCounts(...STATES).catch(() => undefined)] as const),
+      ).then((entries) => new Map(entries.filter((e): e is [string, Record<string, number>] => e[1] !== undefined)));
+      this.reading = { at: Date.now(), counts };
+      return counts;
+    };
     new Gauge({
       name: 'nest_offload_queue_jobs',
-      help: 'Jobs in the shared queue by state (waiting + prioritized is the backlog workers have not picked up)',
-      labelNames: ['state'],
+      help: 'Jobs in each queue by state (waiting + prioritized is the backlog workers have not picked up)',
+      labelNames: ['queue', 'state'],
       registers: [registry],
       async collect() {
-        const counts = await queue.getJobCounts(...STATES).catch(() => undefined);
-        if (!counts) return; // Redis away: report nothing rather than zeros
-        for (const state of STATES) this.set({ state }, counts[state] ?? 0);
+        // Redis away: a queue is left out rather than reported as zeros.
+        for (const [queue, counts] of await read()) for (const state of STATES) this.set({ queue, state }, counts[state] ?? 0);
+      },
+    });
+    new Gauge({
+      name: 'nest_offload_queue_backlog',
+      help: "Jobs a queue's workers must run or are running: waiting + prioritized + active (scale workers on this)",
+      labelNames: ['queue'],
+      registers: [registry],
+      async collect() {
+        for (const [queue, c] of await read()) this.set({ queue }, (c.waiting ?? 0) + (c.prioritized ?? 0) + (c.active ?? 0));
       },
     });
   }

@@ -1,16 +1,62 @@
 import { Inject, Injectable, OnApplicationShutdown, Provider } from '@nestjs/common';
-import { Queue, QueueEvents } from 'bullmq';
+import { Queue } from 'bullmq';
 import type IORedis from 'ioredis';
 import { CONFIG, type Config } from '@app/config';
-import { JOBS_QUEUE, JobData } from '@app/queue';
+import { JobRegistry } from '@app/jobs';
+import { JobData, queuePrefix } from '@app/queue';
 import { closeRedis, createRedis } from '@app/redis';
 
 /** Injection token of the API's queue-Redis connection (fail-fast: see RedisRole). */
 export const QUEUE_REDIS = Symbol('QUEUE_REDIS');
-/** The blocking connection on which QueueEvents reads the event stream. */
-const EVENTS_REDIS = Symbol('EVENTS_REDIS');
 
 export type JobsQueue = Queue<JobData, unknown, string>;
+
+/**
+ * The BullMQ queues the registered job types go to, by name. They share the API's request
+ * connection; each has its own key prefix and hash tag (see queuePrefix).
+ */
+export class JobQueues {
+  private readonly byName = new Map<string, JobsQueue>();
+
+  constructor(
+    registry: JobRegistry,
+    private readonly redis: IORedis,
+    config: Config,
+  ) {
+    for (const name of registry.queues()) {
+      const queue = new Queue<JobData, unknown, string>(name, { connection: redis, prefix: queuePrefix(config.redisPrefix, name) });
+      // why: failures reach callers through rejected commands (→ 503) and readiness; nothing to add here.
+      this.byName.set(name, queue.on('error', () => undefined));
+    }
+  }
+
+  /** The queue of a registered type's queue name. */
+  get(name: string): JobsQueue {
+    const queue = this.byName.get(name);
+    if (!queue) throw new Error(`no queue named "${name}"`);
+    return queue;
+  }
+
+  list(): JobsQueue[] {
+    return [...this.byName.values()];
+  }
+
+  /**
+   * The queue that holds job `id`, if one still does. why ask each: ids are plain UUIDs that clients
+   * already hold; with one queue (the common case) this costs nothing, and with several one EXISTS
+   * per queue, sent together.
+   */
+  async locate(id: string): Promise<JobsQueue | undefined> {
+    const queues = this.list();
+    if (queues.length === 1) return queues[0];
+    const found = await Promise.all(queues.map((queue) => this.redis.exists(queue.toKey(id))));
+    return queues[found.findIndex((n) => n === 1)];
+  }
+
+  async close(): Promise<void> {
+    await Promise.allSettled(this.list().map((queue) => queue.close()));
+  }
+}
 
 export const queueProviders: Provider[] = [
   {
@@ -19,39 +65,22 @@ export const queueProviders: Provider[] = [
     useFactory: (config: Config) => createRedis(config.redisUrl, 'request', 'nest-offload:api'),
   },
   {
-    provide: Queue,
-    inject: [QUEUE_REDIS, CONFIG],
-    useFactory: (redis: IORedis, config: Config): JobsQueue =>
-      new Queue<JobData, unknown, string>(JOBS_QUEUE, { connection: redis, prefix: config.redisPrefix }).on('error', () => {
-        // why: failures reach callers through rejected commands (→ 503) and readiness; nothing to add here.
-      }),
-  },
-  {
-    provide: EVENTS_REDIS,
-    inject: [CONFIG],
-    // why: QueueEvents holds a blocking XREAD open, so it gets a connection of its own.
-    useFactory: (config: Config) => createRedis(config.redisUrl, 'blocking', 'nest-offload:api-events'),
-  },
-  {
-    provide: QueueEvents,
-    inject: [EVENTS_REDIS, CONFIG],
-    useFactory: (redis: IORedis, config: Config) =>
-      new QueueEvents(JOBS_QUEUE, { connection: redis, prefix: config.redisPrefix }).on('error', () => undefined),
+    provide: JobQueues,
+    inject: [JobRegistry, QUEUE_REDIS, CONFIG],
+    useFactory: (registry: JobRegistry, redis: IORedis, config: Config) => new JobQueues(registry, redis, config),
   },
 ];
 
-/** Closes the queue connections after the HTTP server has drained (Nest's last shutdown hook). */
+/** Closes the queues and their connection after the HTTP server has drained (Nest's last shutdown hook). */
 @Injectable()
 export class QueueCloser implements OnApplicationShutdown {
   constructor(
     @Inject(QUEUE_REDIS) private readonly redis: IORedis,
-    @Inject(EVENTS_REDIS) private readonly eventsRedis: IORedis,
-    @Inject(Queue) private readonly queue: JobsQueue,
-    private readonly events: QueueEvents,
+    private readonly queues: JobQueues,
   ) {}
 
   async onApplicationShutdown(): Promise<void> {
-    await Promise.allSettled([this.queue.close(), this.events.close()]);
-    await Promise.allSettled([closeRedis(this.redis), closeRedis(this.eventsRedis)]);
+    await this.queues.close();
+    await closeRedis(this.redis);
   }
 }

@@ -6,10 +6,14 @@ import Piscina from 'piscina';
 import { CONFIG, type Config } from '@app/config';
 import { CodedJobError, JobFailureCode } from '@app/jobs';
 import { type Logger, LOGGER } from '@app/logging';
-import type { ProgressMessage, ThreadData, ThreadResult, ThreadTask } from './thread-protocol';
+import type { ProgressMessage, ThreadData, ThreadResult, ThreadStep, ThreadTask } from './thread-protocol';
 
 export interface RunOptions {
   attempt: number;
+  /** `run` by default; `split` or `merge` for a fan-out job (see ThreadStep). */
+  step?: ThreadStep;
+  /** For `merge`: the children's results as a JSON array, in chunk order. */
+  partsJson?: string;
   /** Aborting terminates the thread running the job; `run` then rejects with `signal.reason`. */
   signal: AbortSignal;
   onProgress(percent: number): void;
@@ -52,11 +56,13 @@ export class JobPool implements OnApplicationShutdown {
     this.pool.on('error', (error: unknown) => logger.error({ err: error }, 'pool thread error'));
   }
 
-  async run(name: string, inputJson: string, options: RunOptions): Promise<unknown> {
+  /** Runs version `version` of job type `name` on a pool thread. */
+  async run(name: string, version: number, inputJson: string, options: RunOptions): Promise<unknown> {
     const taskId = ++this.nextTaskId;
     this.progressListeners.set(taskId, options.onProgress);
     try {
-      const result = await this.pool.run({ taskId, name, inputJson, attempt: options.attempt }, { signal: options.signal });
+      const task: ThreadTask = { step: options.step ?? 'run', taskId, name, version, inputJson, attempt: options.attempt, partsJson: options.partsJson };
+      const result = await this.pool.run(task, { signal: options.signal });
       if (!result.ok) throw new CodedJobError(result.code, result.message);
       return result.value;
     } catch (error) {

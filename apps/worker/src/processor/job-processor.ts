@@ -1,19 +1,28 @@
 import { Inject, Injectable, OnApplicationBootstrap } from '@nestjs/common';
-import { Job, UnrecoverableError, WaitingError, Worker } from 'bullmq';
+import { DelayedError, UnrecoverableError, WaitingChildrenError, WaitingError } from 'bullmq';
 import type IORedis from 'ioredis';
 import { ResultCache } from '@app/cache';
 import { CONFIG, type Config } from '@app/config';
-import { CodedJobError, formatFailure, JobFailureCode, JobRegistry } from '@app/jobs';
+import { CodedJobError, formatFailure, JobFailureCode, JobRegistry, knownVersions, runnerOf } from '@app/jobs';
 import { type Logger, LOGGER } from '@app/logging';
-import { JOBS_QUEUE, JobData, queueKeys } from '@app/queue';
+import { queueKeys, queuePrefix } from '@app/queue';
 import { JobPool } from '../pool/job-pool';
+import { FanOut } from './fan-out';
+import { type QueueJob, SlotWorker } from './slot-worker';
+import { Slots } from './slots';
 import { WorkerMetrics } from './worker.metrics';
+import { WORKER_QUEUES } from './worker-queues';
+import { WORKER_REDIS } from './worker-redis';
 
-/** Injection token of the worker's durable queue-Redis connection. */
-export const WORKER_REDIS = Symbol('WORKER_REDIS');
 
 /** Abort reason for jobs handed back to the queue at shutdown (see `drain`). */
 const HAND_BACK = 'nest-offload:hand-back';
+/**
+ * How long a job of a newer version than this worker knows is put back for a newer worker (a
+ * rolling update that started the new API first) before it fails as JOB_REJECTED.
+ */
+const NEWER_VERSION_GRACE_MS = 5 * 60_000;
+const NEWER_VERSION_RETRY_MS = 2000;
 
 /** Failures that would fail again: retrying only wastes a thread. */
 const FINAL_FAILURES = new Set<string>([
@@ -21,6 +30,7 @@ const FINAL_FAILURES = new Set<string>([
   JobFailureCode.JOB_CANCELLED,
   JobFailureCode.JOB_OUT_OF_MEMORY,
   JobFailureCode.JOB_REJECTED,
+  JobFailureCode.JOB_CHILD_FAILED,
 ]);
 
 class HandBack extends Error {}
@@ -31,7 +41,7 @@ class HandBack extends Error {}
  */
 @Injectable()
 export class JobProcessor implements OnApplicationBootstrap {
-  private worker?: Worker<JobData, unknown, string>;
+  private workers: SlotWorker[] = [];
   private readonly keys: ReturnType<typeof queueKeys>;
   private readonly logger: Logger;
 
@@ -40,28 +50,37 @@ export class JobProcessor implements OnApplicationBootstrap {
     private readonly pool: JobPool,
     private readonly cache: ResultCache,
     private readonly metrics: WorkerMetrics,
+    private readonly fanOut: FanOut,
     @Inject(WORKER_REDIS) private readonly redis: IORedis,
     @Inject(CONFIG) private readonly config: Config,
     @Inject(LOGGER) logger: Logger,
+    @Inject(WORKER_QUEUES) private readonly queues: readonly string[],
   ) {
     this.logger = logger.child({ context: JobProcessor.name });
     this.keys = queueKeys(config.redisPrefix);
   }
 
   onApplicationBootstrap(): void {
-    this.worker = new Worker<JobData, unknown, string>(JOBS_QUEUE, (job, token, signal) => this.process(job, token!, signal!), {
-      connection: this.redis,
-      prefix: this.config.redisPrefix,
-      // why: one job per pool thread. Taking more would hoard jobs other replicas could run now.
-      concurrency: this.config.workerThreads,
-      lockDuration: this.config.jobLockMs,
-      stalledInterval: this.config.jobLockMs,
-    });
-    this.worker.on('error', (error) => this.logger.warn({ err: error }, 'BullMQ worker error'));
+    // why one set of slots for all queues: one job per pool thread, whatever the queue. Taking more
+    // would hoard jobs other replicas could run now.
+    const slots = new Slots(this.config.workerThreads);
+    this.workers = this.queues.map((name) =>
+      new SlotWorker(
+        name,
+        (job, token, signal) => this.process(job, token!, signal!),
+        {
+          connection: this.redis,
+          prefix: queuePrefix(this.config.redisPrefix, name),
+          lockDuration: this.config.jobLockMs,
+          stalledInterval: this.config.jobLockMs,
+        },
+        slots,
+      ).on('error', (error) => this.logger.warn({ err: error, queue: name }, 'BullMQ worker error')),
+    );
   }
 
   get running(): boolean {
-    return this.worker?.isRunning() ?? false;
+    return this.workers.length > 0 && this.workers.every((worker) => worker.isRunning());
   }
 
   get activeJobs(): number {
@@ -70,7 +89,7 @@ export class JobProcessor implements OnApplicationBootstrap {
 
   /** Aborts job `id` if this worker runs it (a cancel request from the API). */
   cancel(id: string): boolean {
-    return this.worker?.cancelJob(id, 'cancelled by request') ?? false;
+    return this.workers.some((worker) => worker.cancelJob(id, 'cancelled by request'));
   }
 
   /**
@@ -78,8 +97,8 @@ export class JobProcessor implements OnApplicationBootstrap {
    * and hands them back to the queue, so another worker runs them at once.
    */
   async drain(deadlineMs: number): Promise<void> {
-    if (!this.worker) return;
-    const closing = this.worker.close();
+    if (this.workers.length === 0) return;
+    const closing = Promise.all(this.workers.map((worker) => worker.close()));
     let timer: NodeJS.Timeout | undefined;
     const expired = await Promise.race([
       closing.then(() => false),
@@ -88,12 +107,12 @@ export class JobProcessor implements OnApplicationBootstrap {
     clearTimeout(timer);
     if (expired) {
       this.logger.warn({ active: this.metrics.active }, 'shutdown deadline reached: handing active jobs back to the queue');
-      this.worker.cancelAllJobs(HAND_BACK);
+      for (const worker of this.workers) worker.cancelAllJobs(HAND_BACK);
       await closing;
     }
   }
 
-  private async process(job: Job<JobData, unknown, string>, token: string, signal: AbortSignal): Promise<unknown> {
+  private async process(job: QueueJob, token: string, signal: AbortSignal): Promise<unknown> {
     const log = this.logger.child({ jobId: job.id, type: job.name, requestId: job.data.requestId, attempt: job.attemptsMade + 1 });
     const refuse = (code: JobFailureCode, message: string) => {
       this.metrics.count(job.name, code);
@@ -102,14 +121,27 @@ export class JobProcessor implements OnApplicationBootstrap {
     };
     const def = this.registry.get(job.name);
     if (!def) throw refuse(JobFailureCode.JOB_REJECTED, `this worker has no job type "${job.name}"`);
-    if (job.data.version !== def.version) {
-      throw refuse(JobFailureCode.JOB_REJECTED, `job is for ${def.name} v${job.data.version}; this worker runs v${def.version}`);
+    const runner = runnerOf(def, job.data.version);
+    if (!runner) {
+      if (job.data.version > def.version && Date.now() - job.timestamp < NEWER_VERSION_GRACE_MS) {
+        // why: a newer API is up before the newer workers; put the job back for one of them.
+        log.info({ version: job.data.version }, `job is for a newer version than v${def.version}; putting it back for a newer worker`);
+        await job.moveToDelayed(Date.now() + NEWER_VERSION_RETRY_MS, token);
+        throw new DelayedError();
+      }
+      const runs = knownVersions(def).map((v) => `v${v}`).join(', ');
+      throw refuse(JobFailureCode.JOB_REJECTED, `job is for ${def.name} v${job.data.version}; this worker runs ${runs}`);
     }
-    const [cancelled, cached] = await Promise.all([
+    const [cancelled, parentCancelled, cached] = await Promise.all([
       this.redis.exists(this.keys.cancelMarker(job.id!)),
+      // why two commands, not one EXISTS of both: on Redis Cluster the keys may live on different shards.
+      job.data.parent ? this.redis.exists(this.keys.cancelMarker(job.data.parent.id)) : 0,
       def.cacheTtlSeconds > 0 ? this.cache.get(job.data.key).catch(() => undefined) : undefined,
     ]);
-    if (cancelled) throw refuse(JobFailureCode.JOB_CANCELLED, 'cancelled before it started');
+    if (cancelled || parentCancelled) {
+      if (def.fanOut && job.data.chunks !== undefined) await this.fanOut.abandon(job);
+      throw refuse(JobFailureCode.JOB_CANCELLED, job.data.chunks === undefined ? 'cancelled before it started' : 'cancelled while its chunks ran');
+    }
     // why: an identical job finished between the API's cache check and this pickup; reuse its result.
     if (cached) return cached.result;
 
@@ -126,19 +158,28 @@ export class JobProcessor implements OnApplicationBootstrap {
     const startedAt = Date.now();
     const stopTimer = this.metrics.start(def.name);
     log.info('job started');
+    const onProgress = (percent: number) => {
+      void job.updateProgress(percent).catch(() => undefined);
+      if (job.data.parent) void this.fanOut.childProgress(job, percent).catch(() => undefined);
+    };
     try {
-      const result = await this.pool.run(def.name, job.data.inputJson, {
-        attempt: job.attemptsMade + 1,
-        signal: abort.signal,
-        onProgress: (percent) => void job.updateProgress(percent).catch(() => undefined),
-      });
+      const options = { attempt: job.attemptsMade + 1, signal: abort.signal, onProgress };
+      const result = def.fanOut
+        ? await this.fanOut.run(job, token, def, runner.version, options)
+        : await this.pool.run(def.name, runner.version, job.data.inputJson, options);
       stopTimer('completed');
+      if (job.data.parent) void this.fanOut.childProgress(job, 100).catch(() => undefined);
       await this.cache
         .set(job.data.key, { id: job.id!, type: def.name, result, attempts: job.attemptsMade + 1, createdAt: job.timestamp, startedAt, finishedAt: Date.now() }, def.cacheTtlSeconds)
         .catch((error: unknown) => log.warn({ err: error }, 'could not cache the result; the job still completes'));
       log.info({ ms: Date.now() - startedAt }, 'job completed');
       return result;
     } catch (error) {
+      if (error instanceof WaitingChildrenError) {
+        stopTimer('split');
+        log.info({ chunks: job.data.chunks }, 'job split into chunks; it resumes when they finish');
+        throw error;
+      }
       if (error instanceof HandBack) {
         stopTimer('handed_back');
         log.warn('job handed back to the queue for another worker');

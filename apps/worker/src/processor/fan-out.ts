@@ -1,0 +1,106 @@
+import { Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
+import { Queue, WaitingChildrenError } from 'bullmq';
+import type IORedis from 'ioredis';
+import { CONFIG, type Config } from '@app/config';
+import { CodedJobError, JobDefinition, JobFailureCode } from '@app/jobs';
+import { childJobId, JobData, queueKeys, queuePrefix, stopChildren } from '@app/queue';
+import { JobPool, RunOptions } from '../pool/job-pool';
+import type { PlannedChild } from '../pool/thread-protocol';
+import type { QueueJob } from './slot-worker';
+import { WORKER_REDIS } from './worker-redis';
+
+/**
+ * Runs fan-out jobs (defineFanOut) as BullMQ flows: the first pickup splits the input on a pool
+ * thread and adds one child job per chunk to the same queue, where every worker takes them; the job
+ * then waits in `waiting-children` holding no thread; once the children are done it is picked up
+ * again and merges their results on a pool thread. A child that fails for good wakes it at once
+ * (continueParentOnFailure): it cancels the other children and fails with JOB_CHILD_FAILED.
+ */
+@Injectable()
+export class FanOut implements OnApplicationShutdown {
+  private readonly queues = new Map<string, Queue<JobData, unknown, string>>();
+  private readonly keys: ReturnType<typeof queueKeys>;
+
+  constructor(
+    private readonly pool: JobPool,
+    @Inject(WORKER_REDIS) private readonly redis: IORedis,
+    @Inject(CONFIG) private readonly config: Config,
+  ) {
+    this.keys = queueKeys(config.redisPrefix);
+  }
+
+  async run(job: QueueJob, token: string, def: JobDefinition, version: number, options: RunOptions): Promise<unknown> {
+    const child = def.fanOut!.child;
+    if (job.data.chunks === undefined) {
+      const planned = (await this.pool.run(def.name, version, job.data.inputJson, { ...options, step: 'split' })) as PlannedChild[];
+      // why ids derived from the parent's: a crash between this add and the update below splits
+      // again on retry, and adding the same ids again adds nothing.
+      await this.queue(child.queue).addBulk(
+        planned.map((chunk, index) => ({
+          name: child.name,
+          data: { inputJson: chunk.inputJson, version: child.version, key: chunk.key, requestId: job.data.requestId, parent: { id: job.id!, index, of: planned.length } },
+          opts: {
+            jobId: childJobId(job.id!, index),
+            parent: { id: job.id!, queue: job.queueQualifiedName },
+            continueParentOnFailure: true,
+            priority: child.priority,
+            attempts: child.retry.attempts,
+            backoff: { type: 'exponential', delay: child.retry.backoffMs },
+            removeOnComplete: { age: this.config.jobRetentionSeconds },
+            removeOnFail: { age: this.config.jobRetentionSeconds },
+          },
+        })),
+      );
+      await job.updateData({ ...job.data, chunks: planned.length });
+    }
+    const chunks = job.data.chunks!;
+    const failures = await job.getFailedChildrenValues();
+    const [failedKey, reason] = Object.entries(failures)[0] ?? [];
+    if (failedKey) {
+      await this.abandon(job);
+      const index = this.childIds(job).findIndex((id) => failedKey.endsWith(`:${id}`));
+      throw new CodedJobError(JobFailureCode.JOB_CHILD_FAILED, `chunk ${index + 1} of ${chunks} (${child.name} job ${failedKey.split(':').pop()}) failed: ${reason}`);
+    }
+    if (await job.moveToWaitingChildren(token)) throw new WaitingChildrenError();
+
+    const values = await job.getChildrenValues();
+    const byId = new Map(Object.entries(values).map(([key, value]) => [key.slice(key.lastIndexOf(':') + 1), value]));
+    const parts = this.childIds(job).map((id, i) => {
+      if (!byId.has(id)) throw new CodedJobError(JobFailureCode.JOB_CHILD_FAILED, `chunk ${i + 1} of ${chunks} has no result (was it removed?)`);
+      return byId.get(id);
+    });
+    return this.pool.run(def.name, version, job.data.inputJson, { ...options, step: 'merge', partsJson: JSON.stringify(parts) });
+  }
+
+  /** Stops what is left of the children of fan-out job `job` (see stopChildren). */
+  abandon(job: QueueJob): Promise<void> {
+    return stopChildren(job, this.redis, this.config.redisPrefix, this.config.jobRetentionSeconds);
+  }
+
+  /** Records a child's progress and sets its parent's to the average over all its chunks. */
+  async childProgress(job: QueueJob, percent: number): Promise<void> {
+    const { id, index, of } = job.data.parent!;
+    const key = this.keys.fanOutProgress(id);
+    const replies = await this.redis.multi().hset(key, String(index), String(percent)).expire(key, this.config.jobRetentionSeconds).hvals(key).exec();
+    const values = (replies?.[2]?.[1] ?? []) as string[];
+    const average = values.reduce((sum, v) => sum + Number(v), 0) / of;
+    await this.queue(job.queueName).updateJobProgress(id, Math.floor(average));
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await Promise.allSettled([...this.queues.values()].map((queue) => queue.close()));
+  }
+
+  private childIds(job: QueueJob): string[] {
+    return Array.from({ length: job.data.chunks! }, (_, i) => childJobId(job.id!, i));
+  }
+
+  private queue(name: string): Queue<JobData, unknown, string> {
+    let queue = this.queues.get(name);
+    if (!queue) {
+      queue = new Queue<JobData, unknown, string>(name, { connection: this.redis, prefix: queuePrefix(this.config.redisPrefix, name) });
+      this.queues.set(name, queue.on('error', () => undefined));
+    }
+    return queue;
+  }
+}

@@ -1,0 +1,33 @@
+/** A counting semaphore: the pool's threads, shared by every queue this worker consumes. */
+export class Slots {
+  private free: number;
+  private readonly queue: Array<() => void> = [];
+
+  constructor(readonly size: number) {
+    this.free = size;
+  }
+
+  /** Resolves once a slot is this caller's; waiters are served in arrival order. */
+  acquire(): Promise<void> {
+    if (this.free > 0) {
+      this.free--;
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => this.queue.push(resolve));
+  }
+
+  release(): void {
+    const next = this.queue.shift();
+    if (next) next();
+    else this.free = Math.min(this.size, this.free + 1);
+  }
+
+  /** Callers waiting for a slot. */
+  get waiting(): number {
+    return this.queue.length;
+  }
+
+  get inUse(): number {
+    return this.size - this.free;
+  }
+}

@@ -1,0 +1,83 @@
+import { z } from 'zod';
+import { defineFanOut, MAX_CHUNKS } from './define-fan-out';
+import { DEFAULT_QUEUE, defineJob, knownVersions, previousVersion, runnerOf } from './define-job';
+import { parallelSum, ranges } from './parallel-sum.job';
+import { JobRegistry } from './registry';
+import { sumRange, sumRangeJob } from './sum-range.job';
+
+const ctx = { attempt: 1, progress: () => undefined };
+const base = { version: 3, description: '', input: z.strictObject({ n: z.int() }), output: z.unknown(), timeoutMs: 1, cacheTtlSeconds: 0 };
+
+describe('defineJob: queues, priorities and versions', () => {
+  it('puts types that name no queue in the default queue', () => {
+    expect(defineJob({ ...base, name: 'a', run: () => 1 }).queue).toBe(DEFAULT_QUEUE);
+    expect(defineJob({ ...base, name: 'a', queue: 'heavy', priority: 5, run: () => 1 })).toMatchObject({ queue: 'heavy', priority: 5 });
+  });
+
+  it('refuses bad queue names, priorities and previous versions', () => {
+    const run = () => 1;
+    expect(() => defineJob({ ...base, name: 'a', queue: 'Heavy', run })).toThrow(/queue must match/);
+    expect(() => defineJob({ ...base, name: 'a', queue: 'a:b', run })).toThrow(/queue must match/);
+    expect(() => defineJob({ ...base, name: 'a', priority: 0, run })).toThrow(/priority/);
+    expect(() => defineJob({ ...base, name: 'a', priority: 2 ** 21 + 1, run })).toThrow(/priority/);
+    expect(() => defineJob({ ...base, name: 'a', previousVersions: [{ version: 3 }], run })).toThrow(/below version/);
+    expect(() => defineJob({ ...base, name: 'a', previousVersions: [{ version: 1 }, { version: 1 }], run })).toThrow(/repeat/);
+    expect(() => defineJob({ ...base, name: 'a', previousVersions: [{ version: 1, input: z.null() }], run })).toThrow(/both input and run/);
+  });
+
+  it('runs each known version with its own code and schema, and knows no other', async () => {
+    const def = defineJob({
+      ...base,
+      name: 'a',
+      previousVersions: [previousVersion({ version: 1, input: z.strictObject({ m: z.int() }), run: ({ m }) => `v1:${m}` }), { version: 2 }],
+      run: ({ n }) => `v3:${n}`,
+    });
+    expect(knownVersions(def)).toEqual([3, 2, 1]);
+    const [v3, v2, v1] = [3, 2, 1].map((v) => runnerOf(def, v)!);
+    expect(await v3.run(v3.input.parse({ n: 7 }), ctx)).toBe('v3:7');
+    // v2 declared compatible: the current schema and code take its jobs.
+    expect(await v2.run(v2.input.parse({ n: 8 }), ctx)).toBe('v3:8');
+    expect(await v1.run(v1.input.parse({ m: 9 }), ctx)).toBe('v1:9');
+    expect(v1.input.safeParse({ n: 9 }).success).toBe(false);
+    expect(runnerOf(def, 4)).toBeUndefined();
+    expect(runnerOf(def, 0)).toBeUndefined();
+  });
+});
+
+describe('defineFanOut', () => {
+  it('splits 1..n into nearly equal ranges that cover it exactly once', () => {
+    for (const [n, chunks] of [[10, 3], [7, 7], [3, 8], [1e12, 64]]) {
+      const parts = ranges(n, chunks);
+      expect(parts).toHaveLength(Math.min(n, chunks));
+      expect(parts[0].from).toBe(1);
+      expect(parts.at(-1)!.to).toBe(n);
+      for (let i = 1; i < parts.length; i++) expect(parts[i].from).toBe(parts[i - 1].to + 1);
+    }
+  });
+
+  it('sums a range exactly', () => {
+    expect(sumRange(1, 10)).toBe(55n);
+    expect(sumRange(4, 6)).toBe(15n);
+    expect(sumRange(1e12, 1e12)).toBe(10n ** 12n);
+  });
+
+  it('goes to its child type\'s queue, and its run gives the same result as the chunks merged', async () => {
+    expect(parallelSum.queue).toBe(sumRangeJob.queue);
+    expect(parallelSum.fanOut!.child).toBe(sumRangeJob);
+    const input = parallelSum.input.parse({ n: 1_000_003, chunks: 7 });
+    const parts = parallelSum.fanOut!.split(input).map((chunk) => sumRangeJob.run(sumRangeJob.input.parse(chunk), ctx));
+    expect(parallelSum.fanOut!.merge(parts, input)).toBe(((1_000_003n * 1_000_004n) / 2n).toString());
+    expect(await parallelSum.run(input, ctx)).toBe(((1_000_003n * 1_000_004n) / 2n).toString());
+  });
+
+  it('refuses a split into no chunks or too many', () => {
+    const fan = defineFanOut({ ...base, name: 'fan', child: sumRangeJob, split: ({ n }) => Array.from({ length: n }, () => ({ from: 1, to: 1 })), merge: () => 0 });
+    expect(() => fan.fanOut!.split({ n: 0 })).toThrow(/0 chunks/);
+    expect(() => fan.fanOut!.split({ n: MAX_CHUNKS + 1 })).toThrow(/1 to 1000/);
+  });
+
+  it('registers only with its child type', () => {
+    expect(() => new JobRegistry([parallelSum])).toThrow(/fans out to "sum-range", which is not registered/);
+    expect(new JobRegistry([parallelSum, sumRangeJob]).queues()).toEqual(['heavy']);
+  });
+});
