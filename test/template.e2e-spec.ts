@@ -17,7 +17,7 @@ function ok(result: SpawnSyncReturns<string>): string {
  * The template's own scripts on a clean copy of the repository, as a team starts a service from it:
  * `npm run rename`, then `npm run new:job`; then the copy builds, type-checks, passes its unit,
  * README and deploy specs, and its apps run the new type under the new name.
- * why one copy for both scripts: a build and a type check take 10-30 s each here. The rename changes
+ * why one copy for both scripts: a build and a type check take 10-40 s each here. The rename changes
  * names and the generator adds a file and lines; neither can repair what the other breaks, so a
  * failure of either still fails the build or a spec below.
  */
