@@ -1,3 +1,4 @@
+import { METRIC_PREFIX } from '@app/metrics';
 import { childJobId } from '@app/queue';
 import { AppProcess, startApp, stackEnv } from './support/apps';
 import { getJob, readEvents, request, submit } from './support/http';
@@ -41,7 +42,7 @@ describe('fan-out jobs', () => {
     expect(progress.some((p) => p > 0 && p < 100)).toBe(true);
     expect(progress).toEqual([...progress].sort((a, b) => a - b));
 
-    const perWorker = await Promise.all(workers.map((w) => w.metric('nest_offload_jobs_finished_total', { type: 'sum-range', outcome: 'completed' })));
+    const perWorker = await Promise.all(workers.map((w) => w.metric(`${METRIC_PREFIX}jobs_finished_total`, { type: 'sum-range', outcome: 'completed' })));
     console.log(`[fan-out] 8 chunks of parallel-sum n=${n}: ${perWorker.join(' + ')} per worker, ${progress.length} progress events`);
     expect(perWorker.reduce((a, b) => a + b, 0)).toBe(8);
     expect(perWorker.every((count) => count > 0)).toBe(true);
@@ -67,7 +68,7 @@ describe('fan-out jobs', () => {
     const chunks = await Promise.all(chunkIds.map((id) => getJob(api.url, id)));
     // Running chunks end cancelled; queued ones are gone.
     expect(chunks.map((c) => (c.status === 404 ? 'removed' : c.body.status)).sort()).toEqual(['cancelled', 'cancelled', 'removed', 'removed']);
-    await waitFor(async () => (await Promise.all(workers.map((w) => w.metric('nest_offload_jobs_active')))).every((a) => a === 0), {
+    await waitFor(async () => (await Promise.all(workers.map((w) => w.metric(`${METRIC_PREFIX}jobs_active`)))).every((a) => a === 0), {
       what: 'workers idle',
     });
   });
@@ -83,7 +84,7 @@ describe('fan-out jobs', () => {
     );
     expect(view.error.code).toBe('JOB_CHILD_FAILED');
     expect(view.error.message).toMatch(/^chunk \d of 3 \(sum-range job [0-9a-f-]{36}\) failed: JOB_TIMEOUT: /);
-    await waitFor(async () => (await Promise.all(workers.map((w) => w.metric('nest_offload_jobs_active')))).every((a) => a === 0), {
+    await waitFor(async () => (await Promise.all(workers.map((w) => w.metric(`${METRIC_PREFIX}jobs_active`)))).every((a) => a === 0), {
       what: 'workers idle',
     });
     const third = await getJob(api.url, childJobId(body.id, 2));

@@ -1,4 +1,5 @@
 import { Queue } from 'bullmq';
+import { METRIC_PREFIX } from '@app/metrics';
 import { queuePrefix } from '@app/queue';
 import { AppProcess, AppEnv, startStack, stackEnv } from './support/apps';
 import { getJob, request, submit } from './support/http';
@@ -72,7 +73,7 @@ describe('job faults', () => {
         }, { what: `job ${id} rejected` });
         expect(view).toMatchObject({ attempts: 1, error: { code: 'JOB_REJECTED' } });
       }
-      expect(await worker.metric('nest_offload_jobs_finished_total', { outcome: 'JOB_REJECTED' })).toBe(3);
+      expect(await worker.metric(`${METRIC_PREFIX}jobs_finished_total`, { outcome: 'JOB_REJECTED' })).toBe(3);
     } finally {
       await queue.close();
     }

@@ -1,3 +1,4 @@
+import { METRIC_PREFIX } from '@app/metrics';
 import { startStack, stackEnv } from './support/apps';
 import { submit } from './support/http';
 
@@ -12,7 +13,7 @@ describe('event-loop isolation', () => {
     try {
       const jobs = await Promise.all([1, 2, 3].map((i) => submit(api.url, 'chaos', { mode: 'spin', ms: 4000, tag: `long-${i}` }, { wait: 30 })));
       for (const { body } of jobs) expect(body).toMatchObject({ status: 'completed', attempts: 1 });
-      expect(await worker.metric('nest_offload_job_run_seconds_count', { type: 'chaos' })).toBe(3);
+      expect(await worker.metric(`${METRIC_PREFIX}job_run_seconds_count`, { type: 'chaos' })).toBe(3);
       expect(worker.logs.filter((l) => /stalled/i.test(l.msg))).toEqual([]);
       // The API answered other requests meanwhile: the probes of both apps never failed.
       expect((await fetch(`${api.url}/health/ready`)).status).toBe(200);

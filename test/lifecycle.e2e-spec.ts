@@ -1,3 +1,4 @@
+import { METRIC_PREFIX } from '@app/metrics';
 import { AppProcess, startApp, startStack, stackEnv } from './support/apps';
 import { getJob, readEvents, request, submit } from './support/http';
 import { waitFor } from './support/wait';
@@ -16,7 +17,7 @@ describe('job lifecycle', () => {
   });
   afterAll(() => Promise.all([stop(), otherApi.stop()]));
 
-  const started = (type: string) => worker.metric('nest_offload_job_run_seconds_count', { type });
+  const started = (type: string) => worker.metric(`${METRIC_PREFIX}job_run_seconds_count`, { type });
   const status = async (id: string) => (await getJob(api.url, id)).body.status as string;
 
   describe('single flight', () => {

@@ -1,4 +1,5 @@
 import IORedis from 'ioredis';
+import { METRIC_PREFIX } from '@app/metrics';
 import { bullKey } from '@app/queue';
 import { AppProcess, startApp, stackEnv } from './support/apps';
 import { request, submit } from './support/http';
@@ -68,7 +69,7 @@ describe('queues and routing', () => {
     const idle = await p50OfDefaultJobs(api.url, 'idle', 20);
     await floodHeavy(api.url, 30, 1);
     const flooded = await p50OfDefaultJobs(api.url, 'flooded', 20);
-    const backlog = await api.metric('nest_offload_queue_backlog', { queue: 'heavy' });
+    const backlog = await api.metric(`${METRIC_PREFIX}queue_backlog`, { queue: 'heavy' });
     console.log(`[queues] default-queue p50: idle ${idle.toFixed(1)} ms, heavy queue flooded ${flooded.toFixed(1)} ms (×${(flooded / idle).toFixed(2)}); heavy backlog after: ${backlog}`);
     // The flood was still there while we measured.
     expect(backlog).toBeGreaterThan(10);

@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { METRIC_PREFIX } from '@app/metrics';
 import { AppProcess, startStack, stackEnv } from '../support/apps';
 import { getJob, submit } from '../support/http';
 import { Ledger } from '../support/ledger';
@@ -81,7 +82,7 @@ describe('bad jobs in a stream of good ones', () => {
     expect(worker.alive).toBe(true);
     expect(worker.logs.filter((l) => l.level >= 50)).toEqual([]);
     // The pool replaced every thread it lost.
-    await waitFor(async () => (await worker!.metric('nest_offload_pool_threads')) === THREADS, { what: 'pool back to size' });
+    await waitFor(async () => (await worker!.metric(`${METRIC_PREFIX}pool_threads`)) === THREADS, { what: 'pool back to size' });
   }, 90_000);
 });
 

@@ -1,3 +1,4 @@
+import { METRIC_PREFIX } from '@app/metrics';
 import { AppProcess, startApp, stackEnv } from '../support/apps';
 import { executions, inParallel, Ledger } from '../support/ledger';
 import { waitFor } from '../support/wait';
@@ -41,7 +42,7 @@ describe('worker killed mid-load (kill -9)', () => {
     second = await startApp('worker', env);
     const summary = await ledger.check(api.url, [first, second], { timeoutMs: 60_000 });
     // The second worker's own count (Prometheus) agrees with its log lines.
-    const metricRuns = await second.metric('nest_offload_job_run_seconds_count', { type: 'pbkdf2' });
+    const metricRuns = await second.metric(`${METRIC_PREFIX}job_run_seconds_count`, { type: 'pbkdf2' });
     ledger.print(summary, { doneByKilledWorker: doneBeforeKill, doneBySecondWorker: completedBy(second), secondWorkerMetricRuns: metricRuns });
     expect(metricRuns).toBe([...executions([second]).values()].reduce((a, b) => a + b, 0));
 

@@ -1,24 +1,71 @@
-import { spawnSync } from 'node:child_process';
-import { cpSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { spawnSync, SpawnSyncReturns } from 'node:child_process';
+import { cpSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 
 const ROOT = join(__dirname, '..', '..');
 /** What `nest build` needs; node_modules is linked, not copied. */
 const SOURCES = ['apps', 'libs', 'package.json', 'nest-cli.json', 'tsconfig.json', 'tsconfig.build.json'];
 
+/** Runs `command` to completion; throws with its output unless it exits 0. */
+function run(command: string, args: string[], cwd: string, timeout = 60_000): string {
+  const result = spawnSync(command, args, { cwd, encoding: 'utf8', timeout });
+  if (result.status !== 0) throw new Error(`${command} ${args.join(' ')} in ${cwd} failed:\n${result.stdout}\n${result.stderr}`);
+  return result.stdout;
+}
+
+/** The files git knows in `dir`: tracked, plus new ones not ignored. */
+function gitFiles(dir: string): string[] {
+  const listed = run('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], dir).split('\0');
+  return [...new Set(listed.filter(Boolean))].filter((file) => lstatSync(join(dir, file), { throwIfNoEntry: false })?.isFile());
+}
+
 /**
- * A copy of this repository's sources in a temporary directory, for tests that build and run a
- * changed release of the apps next to the current one (a version bump during a rolling update).
+ * A copy of this repository in a temporary directory, for tests that build and run a changed
+ * release of the apps next to the current one (a version bump during a rolling update), or run the
+ * template's own scripts on a clean copy.
  */
 export class RepoCopy {
   private constructor(readonly root: string) {}
 
-  static create(name: string): RepoCopy {
+  /**
+   * By default only the sources `nest build` needs. With `project`, every file git knows here (tracked,
+   * or new and not ignored) as it is in the working tree, in a git repository of its own with all of
+   * them added: what a clone of this tree would hold, uncommitted work included.
+   */
+  static create(name: string, { project = false }: { project?: boolean } = {}): RepoCopy {
     const root = mkdtempSync(join(tmpdir(), `nest-offload-${name}-`));
-    for (const entry of SOURCES) cpSync(join(ROOT, entry), join(root, entry), { recursive: true });
-    symlinkSync(join(ROOT, 'node_modules'), join(root, 'node_modules'), 'dir');
+    try {
+      if (project) {
+        for (const file of gitFiles(ROOT)) {
+          mkdirSync(dirname(join(root, file)), { recursive: true });
+          cpSync(join(ROOT, file), join(root, file));
+        }
+        run('git', ['init', '-q'], root);
+        // why before linking node_modules: .gitignore's `node_modules/` matches a directory, not a symlink.
+        run('git', ['add', '-A'], root);
+      } else {
+        for (const entry of SOURCES) cpSync(join(ROOT, entry), join(root, entry), { recursive: true });
+      }
+      symlinkSync(join(ROOT, 'node_modules'), join(root, 'node_modules'), 'dir');
+    } catch (error) {
+      rmSync(root, { recursive: true, force: true });
+      throw error;
+    }
     return new RepoCopy(root);
+  }
+
+  /** The files git knows in the copy (of a `project` copy). */
+  files(): string[] {
+    return gitFiles(this.root);
+  }
+
+  read(file: string): string {
+    return readFileSync(join(this.root, file), 'utf8');
+  }
+
+  exists(file: string): boolean {
+    return existsSync(join(this.root, file));
   }
 
   /** Replaces `from` with `to` in `file`; throws unless `from` occurs exactly once, so a stale edit fails loudly. */
@@ -30,11 +77,17 @@ export class RepoCopy {
     writeFileSync(path, text.replace(from, to));
   }
 
+  /** Runs `command` in the copy and returns how it ended, whatever its exit code. */
+  exec(command: string, args: string[], { env = {}, timeoutMs = 180_000 }: { env?: Record<string, string | undefined>; timeoutMs?: number } = {}): SpawnSyncReturns<string> {
+    // why not the test's own environment: a nested Jest would take Jest's variables for its own.
+    const base = { PATH: process.env.PATH, HOME: process.env.HOME ?? tmpdir(), NODE_ENV: 'test', npm_config_update_notifier: 'false' };
+    return spawnSync(command, args, { cwd: this.root, encoding: 'utf8', timeout: timeoutMs, env: { ...base, ...env } });
+  }
+
   /** `nest build` in the copy (its dist/ then holds the changed apps). */
   build(): void {
     const nest = join(ROOT, 'node_modules', '@nestjs', 'cli', 'bin', 'nest.js');
-    const result = spawnSync(process.execPath, [nest, 'build'], { cwd: this.root, encoding: 'utf8', timeout: 180_000 });
-    if (result.status !== 0) throw new Error(`nest build in ${this.root} failed:\n${result.stdout}\n${result.stderr}`);
+    run(process.execPath, [nest, 'build'], this.root, 180_000);
   }
 
   remove(): void {

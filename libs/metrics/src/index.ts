@@ -1,1 +1,2 @@
+export { METRIC_PREFIX } from './metric-prefix';
 export { MetricsController, MetricsModule } from './metrics.module';

@@ -1,3 +1,4 @@
+import { METRIC_PREFIX } from '@app/metrics';
 import { Injectable } from '@nestjs/common';
 import { Gauge, Registry } from 'prom-client';
 import { JobQueues } from './queue.providers';
@@ -25,7 +26,7 @@ export class QueueMetrics {
       return counts;
     };
     new Gauge({
-      name: 'nest_offload_queue_jobs',
+      name: `${METRIC_PREFIX}queue_jobs`,
       help: 'Jobs in each queue by state (waiting + prioritized is the backlog workers have not picked up)',
       labelNames: ['queue', 'state'],
       registers: [registry],
@@ -35,7 +36,7 @@ export class QueueMetrics {
       },
     });
     new Gauge({
-      name: 'nest_offload_queue_backlog',
+      name: `${METRIC_PREFIX}queue_backlog`,
       help: "Jobs a queue's workers must run or are running: waiting + prioritized + active (scale workers on this)",
       labelNames: ['queue'],
       registers: [registry],

@@ -1,3 +1,4 @@
+import { METRIC_PREFIX } from '@app/metrics';
 import { Injectable } from '@nestjs/common';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { JobPool } from '../pool/job-pool';
@@ -11,13 +12,13 @@ export class WorkerMetrics {
 
   constructor(registry: Registry, pool: JobPool) {
     this.finished = new Counter({
-      name: 'nest_offload_jobs_finished_total',
+      name: `${METRIC_PREFIX}jobs_finished_total`,
       help: 'Job attempts finished by this worker, by type and outcome (completed or a failure code)',
       labelNames: ['type', 'outcome'],
       registers: [registry],
     });
     this.duration = new Histogram({
-      name: 'nest_offload_job_run_seconds',
+      name: `${METRIC_PREFIX}job_run_seconds`,
       help: 'Time a job attempt spent on the pool, by type and outcome',
       labelNames: ['type', 'outcome'],
       buckets: [0.005, 0.025, 0.1, 0.5, 1, 2.5, 10, 30, 60, 300],
@@ -25,7 +26,7 @@ export class WorkerMetrics {
     });
     const self = this;
     new Gauge({
-      name: 'nest_offload_jobs_active',
+      name: `${METRIC_PREFIX}jobs_active`,
       help: 'Jobs this worker is running now',
       registers: [registry],
       collect() {
@@ -33,7 +34,7 @@ export class WorkerMetrics {
       },
     });
     new Gauge({
-      name: 'nest_offload_pool_threads',
+      name: `${METRIC_PREFIX}pool_threads`,
       help: 'Live threads in the piscina pool',
       registers: [registry],
       collect() {
@@ -41,7 +42,7 @@ export class WorkerMetrics {
       },
     });
     new Gauge({
-      name: 'nest_offload_pool_utilization',
+      name: `${METRIC_PREFIX}pool_utilization`,
       help: 'Share of the pool threads\' capacity in use since start (piscina utilization, 0-1)',
       registers: [registry],
       collect() {

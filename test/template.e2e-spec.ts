@@ -1,0 +1,185 @@
+import { SpawnSyncReturns } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import IORedis from 'ioredis';
+import { AppProcess, startApp, stackEnv } from './support/apps';
+import { getJob, readEvents, request, submit } from './support/http';
+import { RepoCopy } from './support/repo-copy';
+
+/** Output of a command that must have succeeded; fails with all of it otherwise. */
+function ok(result: SpawnSyncReturns<string>): string {
+  if (result.status !== 0) throw new Error(`exit ${result.status ?? result.signal}:\n${result.stdout}\n${result.stderr}\n${result.error ?? ''}`);
+  return result.stdout;
+}
+
+/**
+ * The template's own scripts on a clean copy of the repository, as a team starts a service from it:
+ * `npm run rename`, then `npm run new:job`; then the copy builds, type-checks, passes its unit,
+ * README and deploy specs, and its apps run the new type under the new name.
+ * why one copy for both scripts: a build and a type check take 10-40 s each here. The rename changes
+ * names and the generator adds a file and lines; neither can repair what the other breaks, so a
+ * failure of either still fails the build or a spec below.
+ */
+describe('starting a service from the template, on a clean copy', () => {
+  const from = (JSON.parse(readFileSync(join(__dirname, '..', 'package.json'), 'utf8')) as { name: string }).name;
+  // why assembled: the rename refuses a name the project already contains, and this file is part of it.
+  const to = ['acme', 'reports'].join('-');
+  const metricPrefix = `${to.replaceAll('-', '_')}_`;
+  const oldName = new RegExp(from.split('-').join('[-_ .]?'), 'i');
+  const type = 'collatz-record';
+  const copy = RepoCopy.create('template', { project: true });
+  const env = stackEnv('template');
+  const procs: AppProcess[] = [];
+  const redis = new IORedis(env.REDIS_URL!);
+
+  afterAll(async () => {
+    await Promise.all(procs.map((p) => p.stop('SIGKILL')));
+    redis.disconnect();
+    copy.remove();
+  });
+
+  const script = (file: string, ...args: string[]) => copy.exec(process.execPath, [`scripts/${file}`, ...args], { timeoutMs: 30_000 });
+  /** Every file git knows in the copy, by content hash: a refused command must leave it as it was. */
+  const snapshot = () => new Map(copy.files().map((file) => [file, createHash('sha256').update(copy.read(file)).digest('hex')]));
+
+  it('refuses invalid service names and the current one, changing nothing', () => {
+    const before = snapshot();
+    const refusals: Array<[string, RegExp]> = [
+      ['Acme', /lowercase words/],
+      ['under_score', /lowercase words/],
+      ['acme-', /lowercase words/],
+      ['acme--reports', /lowercase words/],
+      ['acme-2', /lowercase words/],
+      ['a'.repeat(57), /at most 56 characters/],
+      ['http', /core module/],
+      ['jobs', /"jobs" already appears in the project .*pick a more distinctive name/],
+      [from, /already named/],
+    ];
+    for (const [name, message] of refusals) {
+      const result = script('rename.mjs', name);
+      expect([name, result.status]).toEqual([name, 1]);
+      expect(result.stderr).toMatch(message);
+    }
+    expect(script('rename.mjs').stderr).toMatch(/usage: npm run rename -- <service-name>/);
+    expect(snapshot()).toEqual(before);
+  });
+
+  it('renames every spelling of the name in one step', () => {
+    const output = ok(copy.exec('npm', ['run', '--silent', 'rename', '--', to]));
+    const [, files] = new RegExp(`^rename: ${from} → ${to}: \\d+ places in (\\d+) files\\.$`, 'm').exec(output) ?? [];
+    expect(output).toMatch(/git commit/);
+    const changed = ok(copy.exec('git', ['status', '--porcelain'])).split('\n').filter((line) => line[1] === 'M');
+    expect(changed.length).toBe(Number(files));
+
+    const left = copy.files().filter((file) => oldName.test(file) || oldName.test(copy.read(file)));
+    expect(left).toEqual([]);
+    const lock = JSON.parse(copy.read('package-lock.json'));
+    expect([JSON.parse(copy.read('package.json')).name, lock.name, lock.packages[''].name]).toEqual([to, to, to]);
+    expect(copy.read('README.md').split('\n')[0]).toBe(`# ${to}`);
+    expect(copy.read('libs/config/src/config.ts')).toContain(`.default('${to}')`);
+    expect(copy.read('libs/metrics/src/metric-prefix.ts')).toContain(`'${metricPrefix}'`);
+    const k8sNames = copy
+      .files()
+      .filter((file) => file.endsWith('.yaml'))
+      .flatMap((file) => [...copy.read(file).matchAll(/app\.kubernetes\.io\/(?:name|part-of): (\S+)/g)].map((m) => m[1]));
+    expect(k8sNames.length).toBeGreaterThan(0);
+    expect(new Set(k8sNames)).toEqual(new Set([to]));
+
+    // Running it again is refused, and changes nothing.
+    const after = snapshot();
+    expect(script('rename.mjs', to).stderr).toMatch(`the service is already named "${to}"`);
+    expect(snapshot()).toEqual(after);
+  });
+
+  it('refuses invalid job names and existing types, and never overwrites a file', () => {
+    writeFileSync(join(copy.root, 'libs/jobs/src/stray.job.spec.ts'), '// someone else\'s file\n');
+    const before = snapshot();
+    for (const name of ['Bad', '1abc', 'under_score', 'a'.repeat(64)]) {
+      const result = script('new-job.mjs', name);
+      expect([name, result.status]).toEqual([name, 1]);
+      expect(result.stderr).toMatch(`"${name}" is not a valid job type name: it must match /^[a-z][a-z0-9-]{0,62}$/`);
+    }
+    expect(script('new-job.mjs', 'sum').stderr).toMatch('job type "sum" already exists (declared in libs/jobs/src/sum.job.ts)');
+    expect(script('new-job.mjs', 'chaos').stderr).toMatch('job type "chaos" already exists (declared in libs/jobs/src/chaos.job.ts)');
+    expect(script('new-job.mjs', 'stray').stderr).toMatch('libs/jobs/src/stray.job.spec.ts already exists; nothing was written');
+    expect(script('new-job.mjs').stderr).toMatch('usage: npm run new:job -- <name>');
+    expect(snapshot()).toEqual(before);
+    rmSync(join(copy.root, 'libs/jobs/src/stray.job.spec.ts'));
+  });
+
+  it('generates a job type: its file, its unit test, the registry line and the README row', () => {
+    const output = ok(copy.exec('npm', ['run', '--silent', 'new:job', '--', type]));
+    expect(output).toMatch(`added job type "${type}" (export collatzRecord)`);
+    expect(output).toMatch(/Next:\n {2}1\. libs\/jobs\/src\/collatz-record\.job\.ts: replace the example/);
+    expect(copy.read('libs/jobs/src/registry.ts')).toMatch(/^import \{ collatzRecord \} from '\.\/collatz-record\.job';$/m);
+    expect(copy.read('libs/jobs/src/registry.ts')).toMatch(/export const coreJobs = \[[^\]]*, collatzRecord\] as const;/);
+    expect(copy.read('README.md')).toMatch(/^\| `collatz-record` \| `\{below\}`: integer 2–10\^7\. Generated example/m);
+    // A reserved word makes a valid identifier too.
+    expect(ok(copy.exec('npm', ['run', '--silent', 'new:job', '--', 'new']))).toMatch('added job type "new" (export newJob)');
+
+    const generated = copy.read(`libs/jobs/src/${type}.job.ts`);
+    expect(script('new-job.mjs', type).stderr).toMatch(`job type "${type}" already exists (declared in libs/jobs/src/${type}.job.ts)`);
+    expect(copy.read(`libs/jobs/src/${type}.job.ts`)).toBe(generated);
+  });
+
+  it('builds, type-checks, and passes its unit tests and the README and deploy specs with no other edit', () => {
+    const took: string[] = [];
+    const timed = (what: string, result: () => SpawnSyncReturns<string>) => {
+      const started = Date.now();
+      const ended = result();
+      took.push(`${what} ${((Date.now() - started) / 1000).toFixed(1)} s`);
+      ok(ended);
+      return ended;
+    };
+    timed('npm run build', () => copy.exec('npm', ['run', 'build'], { timeoutMs: 240_000 }));
+    timed('npm run lint', () => copy.exec('npm', ['run', 'lint'], { timeoutMs: 240_000 }));
+    const jest = timed('unit, README and deploy specs', () =>
+      copy.exec(
+        process.execPath,
+        ['node_modules/jest/bin/jest.js', '--ci', '/(apps|libs)/.*\\.spec\\.ts$', '/test/(readme|deploy)\\.e2e-spec\\.ts$'],
+        { env: { REDIS_URL: env.REDIS_URL }, timeoutMs: 240_000 },
+      ),
+    );
+    console.log(`[template] after rename and new:job, in the copy: ${took.join(', ')}`);
+    expect(jest.stderr).toMatch(/PASS unit libs\/jobs\/src\/collatz-record\.job\.spec\.ts/);
+    expect(jest.stderr).toMatch(/PASS e2e test\/readme\.e2e-spec\.ts/);
+    expect(jest.stderr).toMatch(/PASS e2e test\/deploy\.e2e-spec\.ts/);
+  }, 600_000);
+
+  it('runs the new type end to end, under the new name', async () => {
+    const [api, worker] = await Promise.all([startApp('api', env, { root: copy.root }), startApp('worker', env, { root: copy.root })]);
+    procs.push(api, worker);
+
+    const { body: types } = await request<Array<{ type: string; queue: string; inputSchema: unknown }>>(`${api.url}/v1/job-types`);
+    expect(types.find((t) => t.type === type)).toMatchObject({
+      queue: 'default',
+      inputSchema: { type: 'object', properties: { below: { type: 'integer', minimum: 2, maximum: 10_000_000 } }, required: ['below'] },
+    });
+
+    for (const input of [{ below: 1 }, { below: 10, extra: true }, { below: '10' }]) {
+      const res = await submit(api.url, type, input);
+      expect([input, res.status, res.body.code]).toEqual([input, 400, 'INVALID_INPUT']);
+    }
+
+    const accepted = await submit(api.url, type, { below: 500_000 });
+    expect(accepted.status).toBe(202);
+    const events = await readEvents(`${api.url}/v1/jobs/${accepted.body.id}/events`, 60_000);
+    const progress = events.filter((e) => e.event === 'progress').map((e) => e.data.progress as number);
+    expect(progress.some((p) => p > 0 && p < 100)).toBe(true);
+    expect(progress).toEqual([...progress].sort((a, b) => a - b));
+    expect(events.at(-1)).toMatchObject({ event: 'completed', data: { status: 'completed', result: { start: 410_011, steps: 448 } } });
+    expect((await getJob(api.url, accepted.body.id)).body).toMatchObject({ status: 'completed', progress: 100 });
+    expect((await submit(api.url, 'new', { below: 10 }, { wait: 20 })).body).toMatchObject({ status: 'completed', result: { start: 9, steps: 19 } });
+    expect(await worker.metric(`${metricPrefix}jobs_finished_total`, { type, outcome: 'completed' })).toBe(1);
+
+    for (const app of [api, worker]) {
+      const samples = (await (await fetch(`${app.url}/metrics`)).text()).split('\n').filter((line) => line && !line.startsWith('#'));
+      expect(samples.length).toBeGreaterThan(10);
+      expect(samples.filter((line) => !line.startsWith(metricPrefix))).toEqual([]);
+    }
+    const clients = (await redis.client('LIST')) as string;
+    expect(clients).toMatch(`name=${to}:api `);
+    expect(clients).toMatch(`name=${to}:worker `);
+  });
+});
