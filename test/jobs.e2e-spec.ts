@@ -22,7 +22,7 @@ describe('jobs API', () => {
   it('lists every job type with its schema and limits', async () => {
     const { status, body } = await request(`${api.url}/v1/job-types`);
     expect(status).toBe(200);
-    expect(body.map((t: { type: string }) => t.type)).toEqual(['fibonacci', 'pbkdf2', 'sum', 'sort', 'sum-range', 'parallel-sum', 'chaos']);
+    expect(body.map((t: { type: string }) => t.type)).toEqual(['fibonacci', 'pbkdf2', 'sum', 'sort', 'sum-range', 'parallel-sum', 'markdown', 'chaos']);
     const fib = body[0];
     expect(fib).toMatchObject({ version: 1, timeoutMs: 30_000, cacheTtlSeconds: 3600 });
     expect(fib.inputSchema).toMatchObject({
