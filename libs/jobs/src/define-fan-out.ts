@@ -4,8 +4,8 @@ import { defineJob, JobContext, JobDefinition, RetryPolicy } from './define-job'
 /** Most children one job may split into: each is a BullMQ job of its own. */
 export const MAX_CHUNKS = 1000;
 
-type InputOfDef<D> = D extends JobDefinition<string, infer In, unknown> ? In : never;
-type OutputOfDef<D> = D extends JobDefinition<string, unknown, infer Out> ? Out : never;
+type InputOfDef<D> = D extends JobDefinition<string, infer In, unknown, unknown> ? In : never;
+type OutputOfDef<D> = D extends JobDefinition<string, unknown, infer Out, unknown> ? Out : never;
 
 /**
  * Declares a job that splits its input into chunks run as child jobs of type `child` on every worker
@@ -31,7 +31,7 @@ export function defineFanOut<const Name extends string, In extends z.ZodType, Ou
   child: Child;
   split(input: z.output<In>): InputOfDef<Child>[];
   merge(results: OutputOfDef<Child>[], input: z.output<In>): z.output<Out>;
-}): JobDefinition<Name, z.output<In>, z.output<Out>> {
+}): JobDefinition<Name, z.output<In>, z.output<Out>, z.input<In>> {
   const { child, split, merge, ...rest } = def;
   const job = defineJob({
     ...rest,

@@ -43,13 +43,17 @@ export function previousVersion<In extends z.ZodType, Out>(v: {
   return v;
 }
 
-export interface JobDefinition<Name extends string = string, In = any, Out = any> {
+/**
+ * One job type. `In` is what `run` receives (defaults applied); `Submitted` is what a caller sends
+ * (defaults optional), which typed clients use.
+ */
+export interface JobDefinition<Name extends string = string, In = any, Out = any, Submitted = In> {
   readonly name: Name;
   /** Bump when `run` changes its result for the same input: it is part of the cache key. */
   readonly version: number;
   readonly description: string;
   /** Validates the request body; its output (defaults applied) is what `run` receives. */
-  readonly input: z.ZodType<In>;
+  readonly input: z.ZodType<In, Submitted>;
   readonly output: z.ZodType<Out>;
   /** The job's own limit; JOB_TIMEOUT_MS caps it. */
   readonly timeoutMs: number;
@@ -105,7 +109,7 @@ export function defineJob<const Name extends string, In extends z.ZodType, Out e
   // why not typed by Out: a bump may change the result's shape; old jobs keep their old one.
   previousVersions?: readonly PreviousVersion[];
   run(input: z.output<In>, ctx: JobContext): z.output<Out> | Promise<z.output<Out>>;
-}): JobDefinition<Name, z.output<In>, z.output<Out>> {
+}): JobDefinition<Name, z.output<In>, z.output<Out>, z.input<In>> {
   const previous = def.previousVersions ?? [];
   const problems = [
     !JOB_NAME.test(def.name) && `name must match ${JOB_NAME}`,
@@ -126,7 +130,7 @@ export function defineJob<const Name extends string, In extends z.ZodType, Out e
     queue: def.queue ?? DEFAULT_QUEUE,
     previousVersions: Object.freeze([...previous]),
     retry: Object.freeze({ attempts: 3, backoffMs: 1000, ...def.retry }),
-  }) as JobDefinition<Name, z.output<In>, z.output<Out>>;
+  }) as JobDefinition<Name, z.output<In>, z.output<Out>, z.input<In>>;
 }
 
 /**

@@ -5,5 +5,5 @@ export type { FanOut, JobContext, JobDefinition, JobRunner, PreviousVersion, Ret
 export { CodedJobError, formatFailure, JobFailureCode, parseFailure } from './job-failure';
 export type { JobFailure } from './job-failure';
 export { allJobs, coreJobs, JobRegistry } from './registry';
-export type { InputOf, JobName, JobOf, OutputOf } from './registry';
+export type { InputOf, JobName, JobOf, OutputOf, SubmissionOf } from './registry';
 export { sumTo } from './sum.job';

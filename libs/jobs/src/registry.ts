@@ -1,6 +1,7 @@
 import { chaos } from './chaos.job';
 import { JobDefinition } from './define-job';
 import { fibonacci } from './fibonacci.job';
+import { markdown } from './markdown.job';
 import { parallelSum } from './parallel-sum.job';
 import { pbkdf2 } from './pbkdf2.job';
 import { sort } from './sort.job';
@@ -8,7 +9,7 @@ import { sum } from './sum.job';
 import { sumRangeJob } from './sum-range.job';
 
 /** The job types this service offers. Adding one is a new `*.job.ts` file and one line here. */
-export const coreJobs = [fibonacci, pbkdf2, sum, sort, sumRangeJob, parallelSum] as const;
+export const coreJobs = [fibonacci, pbkdf2, sum, sort, sumRangeJob, parallelSum, markdown] as const;
 
 /** Everything a pool thread can run: the core types plus the opt-in test type. */
 export const allJobs = [...coreJobs, chaos] as const;
@@ -18,6 +19,8 @@ export type JobName = (typeof allJobs)[number]['name'];
 export type JobOf<N extends JobName> = Extract<(typeof allJobs)[number], { name: N }>;
 export type InputOf<N extends JobName> = Parameters<JobOf<N>['run']>[0];
 export type OutputOf<N extends JobName> = Awaited<ReturnType<JobOf<N>['run']>>;
+/** What a caller sends for `N`: its input schema's input, fields with defaults optional. */
+export type SubmissionOf<N extends JobName> = JobOf<N> extends JobDefinition<N, unknown, unknown, infer S> ? S : never;
 
 /** The set of job types one process serves. Refuses to exist with a doubled or nameless type. */
 export class JobRegistry {

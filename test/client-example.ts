@@ -1,0 +1,29 @@
+// The README's client example ("Calling it from another service"), kept here so `npm run lint`
+// compiles it; test/client.e2e-spec.ts checks the README shows it unchanged.
+import { JobsClient, ProblemError } from '@app/client';
+
+const jobs = new JobsClient({ baseUrl: 'http://nest-offload-api:3000', apiKey: process.env.JOBS_API_KEY });
+
+export async function toHtml(markdown: string): Promise<string> {
+  const view = await jobs.submitAndWait('markdown', { markdown }, { waitSeconds: 10 });
+  if (view.status === 'completed') return view.result.html; // typed by markdown's output schema
+  throw new Error(view.status === 'failed' || view.status === 'cancelled' ? view.error.message : 'not done in 10 s');
+}
+
+export async function sumWithProgress(n: number): Promise<string> {
+  const job = await jobs.submit('sum', { n }); // { n: '10' } does not compile
+  for await (const event of jobs.events(job)) {
+    if (event.event === 'progress') console.log(`${event.progress}%`);
+    else if (event.event === 'completed') return event.job.result; // a string, as sum declares
+    else throw new Error(`${event.job.error.code}: ${event.job.error.message}`);
+  }
+  throw new Error('the stream ended early');
+}
+
+export async function cancelQuietly(id: string): Promise<void> {
+  try {
+    await jobs.cancel(id);
+  } catch (error) {
+    if (!(error instanceof ProblemError && error.code === 'JOB_ALREADY_FINISHED')) throw error;
+  }
+}
