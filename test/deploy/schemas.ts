@@ -24,7 +24,6 @@ export function schemaErrors(objects: Manifest[]): string[] {
     const where = `${object.kind}/${object.metadata.name}`;
     let Model: ModelClass;
     try {
-      // eslint-disable-next-line @typescript-eslint/no-require-imports
       Model = (require(modelModule(object)) as Record<string, ModelClass>)[object.kind];
     } catch {
       return [`${where}: no schema for ${object.apiVersion} ${object.kind}`];
