@@ -52,24 +52,23 @@ export function selects(selector: Record<string, string>, labels: Record<string,
 export interface K8sObject {
   apiVersion: string;
   kind: string;
-  metadata: { name: string; labels?: Record<string, string> };
+  metadata: { name: string; namespace?: string; labels?: Record<string, string> };
   spec?: unknown;
-}
-
-export interface Kustomization {
-  resources: string[];
-  configMapGenerator?: { name: string; envs?: string[] }[];
 }
 
 export interface Probe {
   httpGet?: { path: string; port: number | string };
+  exec?: { command: string[] };
 }
 
 export interface Container {
   name: string;
+  image: string;
+  imagePullPolicy?: string;
+  args?: string[];
   ports?: { name?: string; containerPort: number }[];
   env?: { name: string; value?: string; valueFrom?: { resourceFieldRef?: { resource: string; divisor?: string | number } } }[];
-  envFrom?: { configMapRef?: { name: string }; secretRef?: { name: string } }[];
+  envFrom?: { configMapRef?: { name: string }; secretRef?: { name: string; optional?: boolean } }[];
   resources?: { requests?: Record<string, string | number>; limits?: Record<string, string | number> };
   securityContext?: SecurityContext;
   startupProbe?: Probe;
@@ -88,7 +87,8 @@ export interface SecurityContext {
   seccompProfile?: { type: string };
 }
 
-export interface Deployment extends K8sObject {
+/** A Deployment or a StatefulSet. */
+export interface Workload extends K8sObject {
   spec: {
     replicas?: number;
     selector: { matchLabels: Record<string, string> };
@@ -100,6 +100,7 @@ export interface Deployment extends K8sObject {
         terminationGracePeriodSeconds?: number;
         enableServiceLinks?: boolean;
         volumes?: { name: string; emptyDir?: object }[];
+        automountServiceAccountToken?: boolean;
       };
     };
   };
@@ -113,6 +114,8 @@ export interface ComposeService {
   healthcheck?: { test: string[] };
   stop_grace_period?: string;
   cpus?: number | string;
+  mem_limit?: string;
+  ports?: (string | number)[];
   read_only?: boolean;
   cap_drop?: string[];
 }

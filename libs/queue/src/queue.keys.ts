@@ -21,6 +21,12 @@ export function bullKey(prefix: string, queue: string, structure: string): strin
 }
 
 /**
+ * BullMQ's structure under bullKey() for the jobs of each state: `wait` (list, LLEN), `prioritized`
+ * and `delayed` (sorted sets, ZCARD), `active` (list). KEDA's redis triggers read these keys.
+ */
+export const BULL_STRUCTURES = { waiting: 'wait', prioritized: 'prioritized', delayed: 'delayed', active: 'active' } as const;
+
+/**
  * The id of chunk `index` of fan-out job `parentId`: a UUID derived from both, so that splitting
  * again after a crash adds the same children (BullMQ ignores an add of an id it has) instead of
  * a second set.

@@ -1,9 +1,16 @@
-import { METRIC_PREFIX } from '@app/metrics';
 import { Injectable } from '@nestjs/common';
 import { Gauge, Registry } from 'prom-client';
+import { METRIC_PREFIX } from '@app/metrics';
 import { JobQueues } from './queue.providers';
 
 const STATES = ['waiting', 'prioritized', 'delayed', 'waiting-children', 'active', 'failed', 'completed'] as const;
+
+/** Names KEDA's ScaledObjects read (docker/kubernetes); test/deploy.e2e-spec.ts checks them against these. */
+export const QUEUE_JOBS_METRIC = `${METRIC_PREFIX}queue_jobs`;
+export const QUEUE_BACKLOG_METRIC = `${METRIC_PREFIX}queue_backlog`;
+/** The states counted in QUEUE_BACKLOG_METRIC. */
+export const BACKLOG_STATES = ['waiting', 'prioritized', 'active'] as const satisfies readonly (typeof STATES)[number][];
+
 type Counts = Map<string, Partial<Record<(typeof STATES)[number], number>>>;
 
 /**
@@ -26,7 +33,7 @@ export class QueueMetrics {
       return counts;
     };
     new Gauge({
-      name: `${METRIC_PREFIX}queue_jobs`,
+      name: QUEUE_JOBS_METRIC,
       help: 'Jobs in each queue by state (waiting + prioritized is the backlog workers have not picked up)',
       labelNames: ['queue', 'state'],
       registers: [registry],
@@ -36,12 +43,12 @@ export class QueueMetrics {
       },
     });
     new Gauge({
-      name: `${METRIC_PREFIX}queue_backlog`,
+      name: QUEUE_BACKLOG_METRIC,
       help: "Jobs a queue's workers must run or are running: waiting + prioritized + active (scale workers on this)",
       labelNames: ['queue'],
       registers: [registry],
       async collect() {
-        for (const [queue, c] of await read()) this.set({ queue }, (c.waiting ?? 0) + (c.prioritized ?? 0) + (c.active ?? 0));
+        for (const [queue, c] of await read()) this.set({ queue }, BACKLOG_STATES.reduce((sum, state) => sum + (c[state] ?? 0), 0));
       },
     });
   }
