@@ -1,7 +1,9 @@
 import { Controller, Get, Inject } from '@nestjs/common';
+import { ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { z } from 'zod';
 import { CONFIG, type Config } from '@app/config';
 import { JobRegistry, knownVersions } from '@app/jobs';
+import { schemaRef } from '../docs/openapi.schemas';
 
 export interface JobTypeView {
   type: string;
@@ -21,6 +23,7 @@ export interface JobTypeView {
 }
 
 /** GET /v1/job-types: every registered type, derived from its declaration. */
+@ApiTags('job types')
 @Controller('v1/job-types')
 export class JobTypesController {
   private readonly types: JobTypeView[];
@@ -42,6 +45,8 @@ export class JobTypesController {
   }
 
   @Get()
+  @ApiOperation({ summary: 'List the job types', description: 'Each registered type with its JSON Schemas, queue, limits and the versions its workers run.' })
+  @ApiResponse({ status: 200, description: 'Every registered type.', content: { 'application/json': { schema: { type: 'array', items: schemaRef('JobTypeView') } } } })
   list(): JobTypeView[] {
     return this.types;
   }
