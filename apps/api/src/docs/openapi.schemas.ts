@@ -42,7 +42,7 @@ export const COMMON_SCHEMAS: Record<string, JsonSchema> = {
   },
   JobTypeView: {
     type: 'object',
-    required: ['type', 'version', 'runsVersions', 'description', 'queue', 'priority', 'inputSchema', 'outputSchema', 'timeoutMs', 'cacheTtlSeconds', 'maxAttempts'],
+    required: ['type', 'version', 'runsVersions', 'description', 'queue', 'priority', 'inputSchema', 'outputSchema', 'examples', 'timeoutMs', 'cacheTtlSeconds', 'maxAttempts'],
     properties: {
       type: { type: 'string' },
       version: { type: 'integer', minimum: 1 },
@@ -52,6 +52,7 @@ export const COMMON_SCHEMAS: Record<string, JsonSchema> = {
       priority: { type: ['integer', 'null'], minimum: 1, description: 'BullMQ priority within the queue (1 first); null: taken before any prioritized job.' },
       inputSchema: { type: 'object', description: 'JSON Schema (2020-12) of the request body.' },
       outputSchema: { type: 'object', description: 'JSON Schema (2020-12) of `result`.' },
+      examples: { type: 'array', description: 'Request bodies that show how to call it.' },
       timeoutMs: { type: 'integer' },
       cacheTtlSeconds: { type: 'integer', minimum: 0 },
       maxAttempts: { type: 'integer', minimum: 1 },

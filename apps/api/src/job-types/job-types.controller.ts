@@ -17,6 +17,8 @@ export interface JobTypeView {
   priority: number | null;
   inputSchema: unknown;
   outputSchema: unknown;
+  /** Request bodies that show how to call it (the API docs show them too). */
+  examples: readonly unknown[];
   timeoutMs: number;
   cacheTtlSeconds: number;
   maxAttempts: number;
@@ -38,6 +40,7 @@ export class JobTypesController {
       priority: def.priority ?? null,
       inputSchema: z.toJSONSchema(def.input, { io: 'input', unrepresentable: 'any' }),
       outputSchema: z.toJSONSchema(def.output, { io: 'output', unrepresentable: 'any' }),
+      examples: def.examples,
       timeoutMs: Math.min(def.timeoutMs, config.jobTimeoutMs),
       cacheTtlSeconds: def.cacheTtlSeconds,
       maxAttempts: def.retry.attempts,
