@@ -74,7 +74,8 @@ export function registerAdminAccess(fastify: FastifyInstance, config: Config): v
     const hooks = [route.onRequest ?? []].flat();
     route.onRequest = [pageHeaders, ...(keys.enabled && !LOGIN_PATHS.has(route.url) ? [guard] : []), ...hooks];
   });
-  if (!keys.enabled) return;
+  // Nothing to sign in to without keys, or without a page to show.
+  if (!keys.enabled || (!config.apiDocs && !config.queueDashboard)) return;
 
   void fastify.register(async (scope) => {
     scope.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: 4096 }, (_request, body, done) =>
