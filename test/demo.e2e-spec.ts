@@ -1,10 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { Browser, chromium, Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { compileBench } from '../bench/support/compile';
 import { startNode } from '../bench/support/stack';
-import { AppProcess, startApp, stackEnv } from './support/apps';
+import { AppProcess, startAll, startApp, stackEnv } from './support/apps';
+import { launchBrowser } from './support/browser';
 import { request } from './support/http';
 import { waitFor } from './support/wait';
 
@@ -49,14 +50,12 @@ describe('demo page', () => {
 
   beforeAll(async () => {
     compileBench(ROOT, build);
-    [api, worker, baseline, browser] = await Promise.all([
+    // why startAll: if the browser cannot start, the apps started beside it are stopped before the error.
+    [api, worker, baseline, browser] = await startAll([
       startApp('api', env),
       startApp('worker', env),
       startNode(join(build, 'bench', 'baselines', 'baseline.main.js'), { REDIS_URL: env.REDIS_URL, REDIS_PREFIX: `${env.REDIS_PREFIX}-baseline`, BASELINE_MODE: 'inline' }, { cwd: ROOT }),
-      chromium.launch({
-        executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
-        args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-      }),
+      launchBrowser(),
     ]);
     page = await browser.newPage();
     page.on('console', (message) => void (message.type() === 'error' && pageErrors.push(message.text())));

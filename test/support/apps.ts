@@ -162,3 +162,19 @@ export async function startStack(env: AppEnv): Promise<{ api: AppProcess; worker
     },
   };
 }
+
+type Stoppable = { stop(): Promise<unknown> } | { close(): Promise<unknown> };
+
+/**
+ * Starts several things at once (apps, scripts, a browser). If any of them fails to start, the ones
+ * that did are stopped before the error is rethrown, so a half-failed set-up leaves nothing running.
+ */
+export async function startAll<T extends readonly Stoppable[]>(starts: { readonly [K in keyof T]: Promise<T[K]> }): Promise<T> {
+  const results = await Promise.allSettled(starts as readonly Promise<Stoppable>[]);
+  const failure = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (!failure) return results.map((r) => (r as PromiseFulfilledResult<Stoppable>).value) as unknown as T;
+  await Promise.allSettled(
+    results.map((r) => (r.status === 'fulfilled' ? ('stop' in r.value ? r.value.stop() : r.value.close()) : undefined)),
+  );
+  throw failure.reason;
+}

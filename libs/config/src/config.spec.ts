@@ -83,6 +83,23 @@ describe('loadConfig security settings', () => {
     expect(loadConfig({ NODE_ENV: 'production' }, 'worker').env).toBe('production');
   });
 
+  it('serves the API docs outside production by default, and in production only behind the keys', () => {
+    expect(loadConfig({}).apiDocs).toBe(true);
+    expect(loadConfig({ API_DOCS: 'false' }).apiDocs).toBe(false);
+    expect(loadConfig({ NODE_ENV: 'production', API_KEYS: key }, 'api').apiDocs).toBe(false);
+    expect(loadConfig({ NODE_ENV: 'production', API_KEYS: key, API_DOCS: 'true' }, 'api').apiDocs).toBe(true);
+    expect(() => loadConfig({ NODE_ENV: 'production', ALLOW_UNAUTHENTICATED: 'true', API_DOCS: 'true' }, 'api')).toThrow(/API_DOCS: needs API_KEYS/);
+  });
+
+  it('serves the queue dashboard only when asked, read-only unless told otherwise, in production only behind the keys', () => {
+    expect(loadConfig({})).toMatchObject({ queueDashboard: false, queueDashboardReadOnly: true });
+    expect(loadConfig({ QUEUE_DASHBOARD: 'true', QUEUE_DASHBOARD_READONLY: 'false' })).toMatchObject({ queueDashboard: true, queueDashboardReadOnly: false });
+    expect(() => loadConfig({ QUEUE_DASHBOARD: 'sure' })).toThrow(/QUEUE_DASHBOARD: /);
+    expect(() => loadConfig({ NODE_ENV: 'production', ALLOW_UNAUTHENTICATED: 'true', QUEUE_DASHBOARD: 'true' }, 'api')).toThrow(/QUEUE_DASHBOARD: needs API_KEYS/);
+    // The worker shares the environment but never serves it, and has no keys.
+    expect(loadConfig({ NODE_ENV: 'production', QUEUE_DASHBOARD: 'true' }, 'worker').queueDashboard).toBe(true);
+  });
+
   it('derives the rate-limit burst from the rate', () => {
     expect(loadConfig({ RATE_LIMIT_PER_MINUTE: '600' }).rateLimitBurst).toBe(60);
     expect(loadConfig({ RATE_LIMIT_PER_MINUTE: '600', RATE_LIMIT_BURST: '5' }).rateLimitBurst).toBe(5);

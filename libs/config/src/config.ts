@@ -92,6 +92,9 @@ const schema = z.object({
   RATE_LIMIT_BURST: int(1, 10_000_000).optional(),
   TRUST_PROXY_HOPS: int(0, 10).default(0),
   REDIS_EVICTION_CHECK: z.enum(['warn', 'refuse', 'off']).default('warn'),
+  API_DOCS: bool.optional(),
+  QUEUE_DASHBOARD: bool.default(false),
+  QUEUE_DASHBOARD_READONLY: bool.default(true),
 });
 
 export interface Config {
@@ -141,6 +144,12 @@ export interface Config {
   readonly trustProxyHops: number;
   /** What to do when the queue Redis may evict keys (evicted keys are lost jobs). */
   readonly redisEvictionCheck: 'warn' | 'refuse' | 'off';
+  /** Serves the OpenAPI document (/docs-json) and its interactive page (/docs); behind the API keys when set. */
+  readonly apiDocs: boolean;
+  /** Serves the Bull Board queue dashboard at /admin/queues, behind the API keys when set. */
+  readonly queueDashboard: boolean;
+  /** The dashboard only shows; retry, remove, pause, clean and add are refused. */
+  readonly queueDashboardReadOnly: boolean;
 }
 
 /** Variables whose values may hold credentials: never echoed in error messages. */
@@ -179,6 +188,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, app?: 'api' | '
       !e.API_KEYS?.length &&
       !e.ALLOW_UNAUTHENTICATED &&
       'API_KEYS: required when NODE_ENV=production (set ALLOW_UNAUTHENTICATED=true if a gateway in front authenticates)',
+    // why: in production the docs and the dashboard are served only behind the API keys.
+    app === 'api' &&
+      e.NODE_ENV === 'production' &&
+      e.API_DOCS &&
+      !e.API_KEYS?.length &&
+      'API_DOCS: needs API_KEYS when NODE_ENV=production (the docs are served behind the keys)',
+    app === 'api' &&
+      e.NODE_ENV === 'production' &&
+      e.QUEUE_DASHBOARD &&
+      !e.API_KEYS?.length &&
+      'QUEUE_DASHBOARD: needs API_KEYS when NODE_ENV=production (the dashboard is served behind the keys)',
     new Set(e.API_KEYS?.map((k) => k.name)).size !== (e.API_KEYS?.length ?? 0) && 'API_KEYS: key names must be unique',
   ].filter((p): p is string => typeof p === 'string');
   if (refused.length > 0) throw new ConfigError(refused);
@@ -211,5 +231,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, app?: 'api' | '
     rateLimitBurst: e.RATE_LIMIT_BURST ?? Math.max(1, Math.ceil(e.RATE_LIMIT_PER_MINUTE / 10)),
     trustProxyHops: e.TRUST_PROXY_HOPS,
     redisEvictionCheck: e.REDIS_EVICTION_CHECK,
+    apiDocs: e.API_DOCS ?? e.NODE_ENV !== 'production',
+    queueDashboard: e.QUEUE_DASHBOARD,
+    queueDashboardReadOnly: e.QUEUE_DASHBOARD_READONLY,
   });
 }

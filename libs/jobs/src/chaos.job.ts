@@ -15,6 +15,7 @@ export const chaos = defineJob({
     tag: z.string().max(64).optional(),
   }),
   output: z.object({ mode: z.string(), attempt: z.number(), ms: z.number() }),
+  examples: [{ mode: 'spin', ms: 200 }],
   timeoutMs: 600_000,
   cacheTtlSeconds: 0,
   retry: { attempts: 2, backoffMs: 100 },

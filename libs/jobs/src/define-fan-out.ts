@@ -28,6 +28,7 @@ export function defineFanOut<const Name extends string, In extends z.ZodType, Ou
   cacheTtlSeconds: number;
   retry?: Partial<RetryPolicy>;
   priority?: number;
+  examples?: readonly z.input<In>[];
   child: Child;
   split(input: z.output<In>): InputOfDef<Child>[];
   merge(results: OutputOfDef<Child>[], input: z.output<In>): z.output<Out>;

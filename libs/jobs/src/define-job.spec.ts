@@ -25,6 +25,12 @@ describe('defineJob: queues, priorities and versions', () => {
     expect(() => defineJob({ ...base, name: 'a', previousVersions: [{ version: 1, input: z.null() }], run })).toThrow(/both input and run/);
   });
 
+  it('keeps examples that match the input schema and refuses one that does not, naming it', () => {
+    expect(defineJob({ ...base, name: 'a', examples: [{ n: 1 }, { n: 2 }], run: () => 1 }).examples).toEqual([{ n: 1 }, { n: 2 }]);
+    expect(defineJob({ ...base, name: 'a', run: () => 1 }).examples).toEqual([]);
+    expect(() => defineJob({ ...base, name: 'a', examples: [{ n: 1 }, { n: 'two' } as never], run: () => 1 })).toThrow(/examples\[1\] does not match input: n /);
+  });
+
   it('runs each known version with its own code and schema, and knows no other', async () => {
     const def = defineJob({
       ...base,

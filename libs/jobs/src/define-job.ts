@@ -66,6 +66,11 @@ export interface JobDefinition<Name extends string = string, In = any, Out = any
   readonly priority?: number;
   /** Versions before `version` whose queued jobs workers still run (a rolling update loses nothing). */
   readonly previousVersions: readonly PreviousVersion[];
+  /**
+   * Request bodies that show how to call it: the API docs show them, and a test submits each one.
+   * Checked against `input` when the type is declared.
+   */
+  readonly examples: readonly unknown[];
   /** Set by `defineFanOut`: the job splits into child jobs that any worker runs, then merges their results. */
   readonly fanOut?: FanOut<In, Out>;
   /** Pure CPU work. Runs in a worker thread, so it may block as long as it likes. */
@@ -108,9 +113,11 @@ export function defineJob<const Name extends string, In extends z.ZodType, Out e
   priority?: number;
   // why not typed by Out: a bump may change the result's shape; old jobs keep their old one.
   previousVersions?: readonly PreviousVersion[];
+  examples?: readonly z.input<In>[];
   run(input: z.output<In>, ctx: JobContext): z.output<Out> | Promise<z.output<Out>>;
 }): JobDefinition<Name, z.output<In>, z.output<Out>, z.input<In>> {
   const previous = def.previousVersions ?? [];
+  const examples = def.examples ?? [];
   const problems = [
     !JOB_NAME.test(def.name) && `name must match ${JOB_NAME}`,
     !(Number.isInteger(def.version) && def.version > 0) && 'version must be a positive integer',
@@ -123,12 +130,17 @@ export function defineJob<const Name extends string, In extends z.ZodType, Out e
       'previousVersions must be positive integers below version',
     new Set(previous.map((p) => p.version)).size !== previous.length && 'previousVersions must not repeat a version',
     previous.some((p) => (p.input === undefined) !== (p.run === undefined)) && 'a previous version gives both input and run, or neither',
+    ...examples.map((example, i) => {
+      const parsed = def.input.safeParse(example);
+      return !parsed.success && `examples[${i}] does not match input: ${parsed.error.issues.map((issue) => `${issue.path.join('.') || '(body)'} ${issue.message}`).join(', ')}`;
+    }),
   ].filter(Boolean);
   if (problems.length > 0) throw new Error(`Job type "${def.name}": ${problems.join('; ')}`);
   return Object.freeze({
     ...def,
     queue: def.queue ?? DEFAULT_QUEUE,
     previousVersions: Object.freeze([...previous]),
+    examples: Object.freeze([...examples]),
     retry: Object.freeze({ attempts: 3, backoffMs: 1000, ...def.retry }),
   }) as JobDefinition<Name, z.output<In>, z.output<Out>, z.input<In>>;
 }

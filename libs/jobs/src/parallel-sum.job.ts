@@ -17,6 +17,7 @@ export const parallelSum = defineFanOut({
   description: "The sum 1 + … + n split into `chunks` sum-range jobs that every worker of the heavy queue shares, then added up.",
   input: z.strictObject({ n: z.int().min(1).max(1e12), chunks: z.int().min(1).max(64).default(8) }),
   output: z.string().regex(/^\d+$/),
+  examples: [{ n: 10_000_000, chunks: 4 }],
   child: sumRangeJob,
   timeoutMs: 10_000,
   cacheTtlSeconds: 3600,

@@ -31,6 +31,7 @@ export const pbkdf2 = defineJob({
       message: `iterations x ceil(keylen / digest bytes) must not exceed ${PBKDF2_MAX_WORK}`,
     }),
   output: z.object({ hash: z.string() }),
+  examples: [{ password: 'correct horse', salt: 'battery staple', iterations: 100_000, keylen: 32, digest: 'sha256' }],
   timeoutMs: 60_000,
   cacheTtlSeconds: 3600,
   // why: the synchronous variant is right here: it blocks only this pool thread, never an event loop.

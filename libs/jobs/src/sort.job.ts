@@ -10,6 +10,7 @@ export const sort = defineJob({
     order: z.enum(['asc', 'desc']).default('asc'),
   }),
   output: z.object({ sorted: z.array(z.number()) }),
+  examples: [{ numbers: [3, 1, 2] }, { numbers: [0.5, -2, 10], order: 'desc' }],
   timeoutMs: 30_000,
   cacheTtlSeconds: 300,
   run: ({ numbers, order }) => {

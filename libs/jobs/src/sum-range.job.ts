@@ -16,6 +16,7 @@ export const sumRangeJob = defineJob({
     .strictObject({ from: z.int().min(1).max(1e12), to: z.int().min(1).max(1e12) })
     .refine((v) => v.from <= v.to, { message: 'from must not exceed to', path: ['from'] }),
   output: z.string().regex(/^\d+$/),
+  examples: [{ from: 1, to: 1_000_000 }],
   queue: 'heavy',
   timeoutMs: 60_000,
   cacheTtlSeconds: 3600,

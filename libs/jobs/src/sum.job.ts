@@ -31,6 +31,7 @@ export const sum = defineJob({
   description: 'The loop 1 + 2 + … + n, the seed articles\' "blocker", reporting progress as it goes. Exact result as a decimal string.',
   input: z.strictObject({ n: z.int().min(1).max(1e12) }),
   output: z.string().regex(/^\d+$/),
+  examples: [{ n: 1_000_000 }],
   // why its own queue: n runs up to 10^12 (minutes of work); on their own workers, such jobs never
   // delay the short ones behind them.
   queue: 'heavy',

@@ -3,6 +3,7 @@ export const API_ERRORS = {
   INVALID_INPUT: { status: 400, title: 'Invalid input' },
   MALFORMED_REQUEST: { status: 400, title: 'Malformed request' },
   UNAUTHORIZED: { status: 401, title: 'Unauthorized' },
+  FORBIDDEN: { status: 403, title: 'Forbidden' },
   NOT_FOUND: { status: 404, title: 'Not found' },
   UNKNOWN_JOB_TYPE: { status: 404, title: 'Unknown job type' },
   JOB_NOT_FOUND: { status: 404, title: 'Job not found' },

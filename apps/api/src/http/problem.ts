@@ -36,6 +36,7 @@ const FASTIFY_ERRORS: Record<string, ApiErrorCode> = {
 const BY_STATUS: Record<number, ApiErrorCode> = {
   400: 'MALFORMED_REQUEST',
   401: 'UNAUTHORIZED',
+  403: 'FORBIDDEN',
   404: 'NOT_FOUND',
   413: 'PAYLOAD_TOO_LARGE',
   414: 'URI_TOO_LONG',
@@ -43,7 +44,8 @@ const BY_STATUS: Record<number, ApiErrorCode> = {
   429: 'RATE_LIMITED',
 };
 
-function problemOf(code: ApiErrorCode, detail: string, errors?: FieldError[]): Problem {
+/** The problem body of `code`: its RFC 9457 fields from API_ERRORS. */
+export function problemOf(code: ApiErrorCode, detail: string, errors?: FieldError[]): Problem {
   const { status, title } = API_ERRORS[code];
   const problem: Problem = { type: `urn:nest-offload:problem:${code.toLowerCase().replace(/_/g, '-')}`, title, status, code, detail };
   if (errors) problem.errors = errors;

@@ -1,7 +1,9 @@
 import { Controller, Get, Inject } from '@nestjs/common';
+import { ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { z } from 'zod';
 import { CONFIG, type Config } from '@app/config';
 import { JobRegistry, knownVersions } from '@app/jobs';
+import { schemaRef } from '../docs/openapi.schemas';
 
 export interface JobTypeView {
   type: string;
@@ -15,12 +17,15 @@ export interface JobTypeView {
   priority: number | null;
   inputSchema: unknown;
   outputSchema: unknown;
+  /** Request bodies that show how to call it (the API docs show them too). */
+  examples: readonly unknown[];
   timeoutMs: number;
   cacheTtlSeconds: number;
   maxAttempts: number;
 }
 
 /** GET /v1/job-types: every registered type, derived from its declaration. */
+@ApiTags('job types')
 @Controller('v1/job-types')
 export class JobTypesController {
   private readonly types: JobTypeView[];
@@ -35,6 +40,7 @@ export class JobTypesController {
       priority: def.priority ?? null,
       inputSchema: z.toJSONSchema(def.input, { io: 'input', unrepresentable: 'any' }),
       outputSchema: z.toJSONSchema(def.output, { io: 'output', unrepresentable: 'any' }),
+      examples: def.examples,
       timeoutMs: Math.min(def.timeoutMs, config.jobTimeoutMs),
       cacheTtlSeconds: def.cacheTtlSeconds,
       maxAttempts: def.retry.attempts,
@@ -42,6 +48,8 @@ export class JobTypesController {
   }
 
   @Get()
+  @ApiOperation({ summary: 'List the job types', description: 'Each registered type with its JSON Schemas, queue, limits and the versions its workers run.' })
+  @ApiResponse({ status: 200, description: 'Every registered type.', content: { 'application/json': { schema: { type: 'array', items: schemaRef('JobTypeView') } } } })
   list(): JobTypeView[] {
     return this.types;
   }

@@ -1,0 +1,32 @@
+import { createBullBoard } from '@bull-board/api';
+import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
+import { FastifyAdapter as BullBoardFastify } from '@bull-board/fastify';
+import type { FastifyInstance } from 'fastify';
+import type { Config } from '@app/config';
+import type { JobRegistry } from '@app/jobs';
+import type { JobQueues } from '../jobs/queue.providers';
+
+export const DASHBOARD_PATH = '/admin/queues';
+
+/**
+ * Bull Board at /admin/queues: every queue the registered types use, with the types it carries.
+ * Read-only unless QUEUE_DASHBOARD_READONLY=false (Bull Board refuses changes to a read-only queue
+ * itself). Behind the API keys through registerAdminAccess, which must be registered first.
+ */
+export function serveQueueDashboard(fastify: FastifyInstance, queues: JobQueues, registry: JobRegistry, config: Config): void {
+  const readOnlyMode = config.queueDashboardReadOnly;
+  const server = new BullBoardFastify().setBasePath(DASHBOARD_PATH);
+  const typesOf = (queue: string) => registry.list().filter((def) => def.queue === queue).map((def) => def.name);
+  createBullBoard({
+    queues: queues.list().map((queue) => new BullMQAdapter(queue, { readOnlyMode, allowRetries: !readOnlyMode, description: `Job types: ${typesOf(queue.name).join(', ')}` })),
+    serverAdapter: server,
+    options: {
+      uiConfig: {
+        boardTitle: 'nest-offload',
+        hideDocsLink: true,
+        miscLinks: [...(config.apiDocs ? [{ text: 'API docs', url: '/docs' }] : []), ...(config.apiKeys.length > 0 ? [{ text: 'Sign out', url: '/admin/login' }] : [])],
+      },
+    },
+  });
+  void fastify.register(server.registerPlugin(), { prefix: DASHBOARD_PATH });
+}

@@ -1,0 +1,42 @@
+import { applyDecorators } from '@nestjs/common';
+import { ApiHeader, ApiResponse } from '@nestjs/swagger';
+import { API_ERRORS, ApiErrorCode } from '../http/api-error';
+import { problemOf } from '../http/problem';
+import { schemaRef } from './openapi.schemas';
+
+const RETRY_AFTER = { 'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer', minimum: 1 } } };
+
+/**
+ * The problem+json answers an operation can give, by code: one response per status, with an
+ * example per code. Routes under /v1 get UNAUTHORIZED and RATE_LIMITED from the document builder.
+ */
+export function ApiProblems(...codes: ApiErrorCode[]): MethodDecorator & ClassDecorator {
+  const byStatus = new Map<number, ApiErrorCode[]>();
+  for (const code of codes) byStatus.set(API_ERRORS[code].status, [...(byStatus.get(API_ERRORS[code].status) ?? []), code]);
+  return applyDecorators(...[...byStatus].map(([status, group]) => ApiResponse(problemResponse(status, group))));
+}
+
+/** The OpenAPI response object of problems with `codes`, all of one `status`. */
+export function problemResponse(status: number, codes: ApiErrorCode[]) {
+  return {
+    status,
+    description: codes.map((code) => `\`${code}\`: ${API_ERRORS[code].title}`).join('; '),
+    headers: status === 429 || status === 503 ? RETRY_AFTER : undefined,
+    content: {
+      'application/problem+json': {
+        schema: schemaRef('Problem'),
+        examples: Object.fromEntries(codes.map((code) => [code, { summary: API_ERRORS[code].title, value: problemOf(code, `${API_ERRORS[code].title} (example)`) }])),
+      },
+    },
+  };
+}
+
+/** `Prefer: wait=N` (RFC 7240): wait up to N seconds for the job to finish. */
+export const ApiPreferWait = (): MethodDecorator & ClassDecorator =>
+  ApiHeader({
+    name: 'Prefer',
+    required: false,
+    description: '`wait=N`: wait up to N seconds (capped by `MAX_WAIT_SECONDS`) and answer `200` with the finished view if it finished in time.',
+    schema: { type: 'string' },
+    example: 'wait=10',
+  });
