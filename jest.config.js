@@ -12,8 +12,9 @@ const swc = [
 ];
 
 const shared = {
-  // why: Nest 12 ships ES modules only. The built apps load them through Node's require(esm);
-  // Jest on Node < 24.9 cannot, so it compiles them to CommonJS like our own sources.
+  // why: Nest 12 ships ES modules only. The built apps load them through Node's require(esm); Jest's
+  // own module loader can only with --experimental-vm-modules (vm.SourceTextModule is still behind
+  // that flag on Node 26), so it compiles them to CommonJS like our own sources instead.
   transform: { '^.+\\.(ts|js|mjs)$': swc },
   transformIgnorePatterns: ['/node_modules/(?!(@nestjs|nestjs-pino)/)'],
   moduleNameMapper: { '^@app/([a-z-]+)$': '<rootDir>/libs/$1/src' },

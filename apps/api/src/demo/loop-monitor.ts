@@ -1,4 +1,4 @@
-import { IntervalHistogram, monitorEventLoopDelay } from 'node:perf_hooks';
+import { ELDHistogram, monitorEventLoopDelay } from 'node:perf_hooks';
 
 /** Event-loop delay over one window: how late a 10 ms timer fired, beyond its 10 ms. */
 export interface LoopDelay {
@@ -20,7 +20,7 @@ const ms = (ns: number) => Math.max(0, ns / 1e6 - RESOLUTION_MS);
  * too; Nest calls `onModuleInit`/`onModuleDestroy` when it is a provider.
  */
 export class LoopMonitor {
-  private histogram?: IntervalHistogram;
+  private histogram?: ELDHistogram;
   private timer?: NodeJS.Timeout;
   private windowStart = 0;
   private last: LoopDelay = { p50Ms: 0, p99Ms: 0, maxMs: 0, windowMs: 0, samples: 0 };
