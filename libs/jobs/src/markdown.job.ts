@@ -36,6 +36,7 @@ export const markdown = defineJob({
   version: 1,
   description: 'Markdown (CommonMark, with bare URLs linked) to HTML with raw HTML escaped and script URLs dropped, via markdown-it.',
   input: z.strictObject({ markdown: z.string().max(MARKDOWN_MAX_CHARS) }),
+  examples: [{ markdown: '# Release notes\n\n- **Faster** queues\n- [Docs](https://example.com/docs)' }],
   output: z.object({ html: z.string() }),
   timeoutMs: 10_000,
   cacheTtlSeconds: 3600,
