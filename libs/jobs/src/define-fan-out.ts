@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { defineJob, JobContext, JobDefinition, RetryPolicy } from './define-job';
+import { defineJob, JobContext, JobDefinition, JobSchedule, RetryPolicy } from './define-job';
 
 /** Most children one job may split into: each is a BullMQ job of its own. */
 export const MAX_CHUNKS = 1000;
@@ -28,6 +28,7 @@ export function defineFanOut<const Name extends string, In extends z.ZodType, Ou
   cacheTtlSeconds: number;
   retry?: Partial<RetryPolicy>;
   priority?: number;
+  schedules?: readonly JobSchedule<z.input<In>>[];
   child: Child;
   split(input: z.output<In>): InputOfDef<Child>[];
   merge(results: OutputOfDef<Child>[], input: z.output<In>): z.output<Out>;

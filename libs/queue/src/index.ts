@@ -1,4 +1,7 @@
 export type { JobData } from './job-data';
-export { bullKey, childJobId, queueKeys, queuePrefix } from './queue.keys';
+export { bullKey, childJobId, queueKeys, queuePrefix, SCHEDULED_JOB_ID, schedulerId } from './queue.keys';
+export { jobOptions } from './job-options';
+export { checkSchedules, nextRunOf, scheduledJob } from './schedules';
+export type { ScheduledJob } from './schedules';
 export type { QueueKeys } from './queue.keys';
 export { stopChildren } from './children';

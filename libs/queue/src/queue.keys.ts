@@ -30,6 +30,17 @@ export function childJobId(parentId: string, index: number): string {
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-5${h.slice(13, 16)}-8${h.slice(17, 20)}-${h.slice(20, 32)}`;
 }
 
+/**
+ * The BullMQ job scheduler of schedule `name` of job type `type` (see JobSchedule). BullMQ names
+ * each tick's job `repeat:<scheduler>:<ms>`, so the ids of scheduled jobs say what made them.
+ */
+export function schedulerId(type: string, name: string): string {
+  return `${type}:${name}`;
+}
+
+/** The id of a job a declared schedule made (`repeat:<type>:<name>:<ms>`; see schedulerId). */
+export const SCHEDULED_JOB_ID = /^repeat:[a-z][a-z0-9-]{0,62}:[a-z][a-z0-9-]{0,62}:\d{1,16}$/;
+
 /** Names of the keys and channels this service writes next to BullMQ's. */
 export function queueKeys(prefix: string) {
   return {
