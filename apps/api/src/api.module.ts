@@ -23,6 +23,7 @@ import { QUEUE_REDIS, QueueCloser, queueProviders } from './jobs/queue.providers
 import { ScheduleRegistrar } from './schedules/schedule-registrar';
 import { SchedulesController } from './schedules/schedules.controller';
 import { AccessMiddleware } from './security/access.middleware';
+import { webhookProviders } from './webhooks/webhooks.providers';
 
 /** The HTTP API: validates, enqueues, reads and cancels jobs. Its event loop only does I/O. */
 @Module({})
@@ -47,6 +48,7 @@ export class ApiModule implements NestModule {
         JobsService,
         QueueMetrics,
         ScheduleRegistrar,
+        ...webhookProviders,
         {
           provide: HEALTH_INDICATORS,
           inject: [QUEUE_REDIS, CACHE_REDIS],

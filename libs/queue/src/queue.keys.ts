@@ -41,6 +41,20 @@ export function schedulerId(type: string, name: string): string {
 /** The id of a job a declared schedule made (`repeat:<type>:<name>:<ms>`; see schedulerId). */
 export const SCHEDULED_JOB_ID = /^repeat:[a-z][a-z0-9-]{0,62}:[a-z][a-z0-9-]{0,62}:\d{1,16}$/;
 
+/**
+ * The BullMQ queue of webhook deliveries. why a name outside QUEUE_NAME (a leading underscore): no
+ * job type can declare it, so deliveries never share a queue with jobs; it has its own hash tag.
+ */
+export const WEBHOOK_QUEUE = '_webhooks';
+
+/**
+ * The id of the delivery of job `jobId`'s final view to `url`: one per job and URL, so a retried or
+ * joined submission with the same URL adds nothing. It is also the `webhook-id` receivers dedupe on.
+ */
+export function webhookDeliveryId(jobId: string, url: string): string {
+  return `msg_${createHash('sha256').update(`${jobId}\n${url}`).digest('hex').slice(0, 32)}`;
+}
+
 /** Names of the keys and channels this service writes next to BullMQ's. */
 export function queueKeys(prefix: string) {
   return {

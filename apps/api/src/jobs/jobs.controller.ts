@@ -3,6 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { CONFIG, type Config } from '@app/config';
 import { Lifecycle } from '@app/health';
 import { ServerTiming } from '../http/server-timing';
+import { WebhookDeliveries } from '../webhooks/webhook-deliveries';
 import { JobEvents } from './job-events';
 import { JobStream } from './job-stream';
 import { isFinal, JobView } from './job-view';
@@ -15,6 +16,7 @@ export class JobsController {
     private readonly jobs: JobsService,
     private readonly events: JobEvents,
     private readonly lifecycle: Lifecycle,
+    private readonly webhooks: WebhookDeliveries,
     @Inject(CONFIG) private readonly config: Config,
   ) {}
 
@@ -24,15 +26,19 @@ export class JobsController {
     @Param('type') type: string,
     @Body() body: unknown,
     @Headers('prefer') prefer: string | undefined,
+    @Headers('callback-url') callbackUrl: string | undefined,
     @Req() req: FastifyRequest,
     @Res({ passthrough: true }) reply: FastifyReply,
   ): Promise<JobView> {
+    // Webhooks: a refused Callback-Url is a 400 before any work is queued (see WebhookDeliveries).
+    const callback = this.webhooks.accept(callbackUrl);
     const timing = new ServerTiming();
     const view = await this.jobs.submit(type, body, {
       waitSeconds: parsePreferWait(prefer, this.config.maxWaitSeconds),
       requestId: req.id,
       timing,
     });
+    if (callback) await this.webhooks.register([view.id], callback, req.id);
     reply.header('server-timing', timing.toString());
     if (isFinal(view)) reply.status(200);
     else reply.status(202).header('location', `/v1/jobs/${view.id}`);
