@@ -1,5 +1,5 @@
 export type { JobData } from './job-data';
-export { bullKey, childJobId, queueKeys, queuePrefix, SCHEDULED_JOB_ID, schedulerId, WEBHOOK_QUEUE, webhookDeliveryId } from './queue.keys';
+export { bullKey, childJobId, queueKeys, queuePrefix, SCHEDULED_JOB_ID, scheduledJobId, schedulerId, WEBHOOK_QUEUE, webhookDeliveryId } from './queue.keys';
 export { jobOptions } from './job-options';
 export { checkSchedules, nextRunOf, scheduledJob } from './schedules';
 export type { ScheduledJob } from './schedules';

@@ -38,6 +38,11 @@ export function schedulerId(type: string, name: string): string {
   return `${type}:${name}`;
 }
 
+/** The id BullMQ gives the tick of scheduler `scheduler` due at `ms` (epoch milliseconds). */
+export function scheduledJobId(scheduler: string, ms: number): string {
+  return `repeat:${scheduler}:${ms}`;
+}
+
 /** The id of a job a declared schedule made (`repeat:<type>:<name>:<ms>`; see schedulerId). */
 export const SCHEDULED_JOB_ID = /^repeat:[a-z][a-z0-9-]{0,62}:[a-z][a-z0-9-]{0,62}:\d{1,16}$/;
 

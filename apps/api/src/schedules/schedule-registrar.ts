@@ -83,7 +83,8 @@ export class ScheduleRegistrar implements OnApplicationBootstrap {
         if (changed > 0 || summary.unchanged.length > 0) this.logger.info(summary, 'job schedules registered');
         return;
       } catch (error) {
-        if (attempt === 1) this.logger.warn({ err: error }, `could not register job schedules yet; retrying every ${RETRY_MS} ms`);
+        // why not the first failure: at start-up the connection may still be opening.
+        if (attempt === 2) this.logger.warn({ err: error }, `could not register job schedules yet; retrying every ${RETRY_MS} ms`);
         await new Promise((resolve) => setTimeout(resolve, RETRY_MS).unref());
       }
     }

@@ -1,4 +1,5 @@
 import { Controller, Get } from '@nestjs/common';
+import { scheduledJobId } from '@app/queue';
 import { JobQueues } from '../jobs/queue.providers';
 import { ScheduleRegistrar } from './schedule-registrar';
 
@@ -42,7 +43,7 @@ export class SchedulesController {
           ...(everyMs === undefined ? {} : { everyMs }),
           input,
           nextRunAt: next === null ? null : new Date(next).toISOString(),
-          nextJobId: next === null ? null : `repeat:${id}:${next}`,
+          nextJobId: next === null ? null : scheduledJobId(id, next),
         };
       }),
     );

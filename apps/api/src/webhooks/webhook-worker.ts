@@ -26,6 +26,10 @@ const WATCHED_MAX = 100_000;
 
 type DeliveryJob = Job<DeliveryData, void, string>;
 
+/** A delivery that ended for good; already counted and logged. */
+class GaveUp extends UnrecoverableError {}
+
+/** A failed attempt that will be retried; already counted and logged. */
 class AttemptFailed extends Error {
   constructor(
     message: string,
@@ -88,7 +92,12 @@ export class WebhookWorker implements OnApplicationBootstrap, OnApplicationShutd
       // why more than BullMQ's 1: a delivery only stalls when its replica dies; it is sent again, never failed for it.
       maxStalledCount: 10,
       settings: { backoffStrategy: (attemptsMade: number, _type?: string, error?: Error) => this.backoff(webhooks, attemptsMade, error) },
-    }).on('error', (error) => this.logger.warn({ err: error }, 'webhook worker error'));
+    })
+      .on('error', (error) => this.logger.warn({ err: error }, 'webhook worker error'))
+      .on('failed', (job, error) => {
+        // Ours are logged where they happen; anything else (Redis away mid-step) is retried like an attempt.
+        if (!(error instanceof GaveUp || error instanceof AttemptFailed)) this.logger.warn({ err: error, deliveryId: job?.id }, 'webhook delivery step failed; it will be retried');
+      });
   }
 
   async onApplicationShutdown(): Promise<void> {
@@ -123,7 +132,7 @@ export class WebhookWorker implements OnApplicationBootstrap, OnApplicationShutd
     if (final) {
       this.metrics.ended(result.outcome === 'refused' ? 'refused' : 'gave_up');
       log.error({ ...fields, detail: result.detail }, 'webhook delivery gave up');
-      throw new UnrecoverableError(result.detail);
+      throw new GaveUp(result.detail);
     }
     log.warn({ ...fields, detail: result.detail }, 'webhook attempt failed; it will be retried');
     throw new AttemptFailed(result.detail, result.retryAfterMs);
@@ -134,20 +143,24 @@ export class WebhookWorker implements OnApplicationBootstrap, OnApplicationShutd
     const { jobId } = job.data;
     // why listen before reading: a finish between the read and the move back is not missed.
     const watch = this.watch(jobId, job.id!);
-    const view = await this.store.view(jobId);
+    // why not fail on a read error: waiting for the job is not a delivery attempt; look again soon.
+    const view = await this.store.view(jobId).catch((error: unknown) => {
+      log.warn({ err: error }, 'could not read the job for its webhook; looking again shortly');
+      return null;
+    });
     if (view && isFinal(view)) {
       this.unwatch(job.id!);
       return view;
     }
     const waited = Date.now() - job.timestamp;
-    if (!view && waited > this.config.jobRetentionSeconds * 1000) {
+    if (view === undefined && waited > this.config.jobRetentionSeconds * 1000) {
       this.unwatch(job.id!);
       this.metrics.ended('job_unknown');
       log.error({ waitedMs: waited }, 'webhook delivery gave up: the job is unknown');
-      throw new UnrecoverableError(`job ${jobId} is unknown`);
+      throw new GaveUp(`job ${jobId} is unknown`);
     }
     // A job that settled but is not found yet (a cancel writes its view just after the removal) is read again in 1 s.
-    const delay = watch.settled ? RECHECK_MIN_MS : Math.min(Math.max(waited, RECHECK_MIN_MS), RECHECK_MAX_MS);
+    const delay = watch.settled || view === null ? RECHECK_MIN_MS : Math.min(Math.max(waited, RECHECK_MIN_MS), RECHECK_MAX_MS);
     await job.moveToDelayed(Date.now() + delay, token);
     // It finished while we looked: the wake-up found the delivery still active, so move it on now.
     if (watch.settled && view) await job.promote().catch(() => undefined);
