@@ -8,6 +8,7 @@ import { HEALTH_INDICATORS, HealthController, HealthIndicator, Lifecycle } from 
 import { JobRegistry } from '@app/jobs';
 import { type Logger, LoggingModule } from '@app/logging';
 import { MetricsModule } from '@app/metrics';
+import { checkSchedules } from '@app/queue';
 import { pingRedis } from '@app/redis';
 import { DemoModule } from './demo/demo.module';
 import { ProblemFilter } from './http/problem.filter';
@@ -19,19 +20,25 @@ import { JobsController } from './jobs/jobs.controller';
 import { JobsService } from './jobs/jobs.service';
 import { QueueMetrics } from './jobs/queue.metrics';
 import { QUEUE_REDIS, QueueCloser, queueProviders } from './jobs/queue.providers';
+import { ScheduleRegistrar } from './schedules/schedule-registrar';
+import { SchedulesController } from './schedules/schedules.controller';
 import { AccessMiddleware } from './security/access.middleware';
+import { webhookProviders } from './webhooks/webhooks.providers';
 
 /** The HTTP API: validates, enqueues, reads and cancels jobs. Its event loop only does I/O. */
 @Module({})
 export class ApiModule implements NestModule {
   static forRoot(config: Config, logger: Logger): DynamicModule {
+    const registry = JobRegistry.forConfig(config);
+    // why here: a cron expression BullMQ cannot parse stops start-up with its message, before Nest starts.
+    checkSchedules(registry);
     return {
       module: ApiModule,
       imports: [ConfigModule.forRoot(config), LoggingModule.forRoot(logger), CacheModule, MetricsModule, ...(config.demo ? [DemoModule] : [])],
-      controllers: [JobsController, JobTypesController, HealthController],
+      controllers: [JobsController, JobTypesController, SchedulesController, HealthController],
       providers: [
         { provide: APP_FILTER, useClass: ProblemFilter },
-        { provide: JobRegistry, useValue: JobRegistry.forConfig(config) },
+        { provide: JobRegistry, useValue: registry },
         ...queueProviders,
         QueueCloser,
         Lifecycle,
@@ -40,6 +47,8 @@ export class ApiModule implements NestModule {
         Backlog,
         JobsService,
         QueueMetrics,
+        ScheduleRegistrar,
+        ...webhookProviders,
         {
           provide: HEALTH_INDICATORS,
           inject: [QUEUE_REDIS, CACHE_REDIS],

@@ -6,6 +6,7 @@ import { HEALTH_INDICATORS, HealthController, HealthIndicator, Lifecycle } from 
 import { JobRegistry } from '@app/jobs';
 import { type Logger, LoggingModule } from '@app/logging';
 import { MetricsModule } from '@app/metrics';
+import { checkSchedules } from '@app/queue';
 import { closeRedis, createRedis, pingRedis } from '@app/redis';
 import { JobPool } from './pool/job-pool';
 import { CancelListener } from './processor/cancel.listener';
@@ -36,6 +37,8 @@ export class WorkerModule {
     // why here, not in a provider: a bad WORKER_QUEUES stops start-up with its message, before Nest starts.
     const registry = JobRegistry.forConfig(config);
     const queues = selectQueues(registry, config.workerQueues);
+    // why the worker too, though the API registers schedules: a build with a bad cron runs nowhere.
+    checkSchedules(registry);
     return {
       module: WorkerModule,
       imports: [ConfigModule.forRoot(config), LoggingModule.forRoot(logger), CacheModule, MetricsModule],

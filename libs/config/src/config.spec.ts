@@ -104,4 +104,44 @@ describe('loadConfig security settings', () => {
     expect(loadConfig({ RATE_LIMIT_PER_MINUTE: '600' }).rateLimitBurst).toBe(60);
     expect(loadConfig({ RATE_LIMIT_PER_MINUTE: '600', RATE_LIMIT_BURST: '5' }).rateLimitBurst).toBe(5);
   });
+
+  describe('webhooks', () => {
+    const secret = `whsec_${Buffer.alloc(32, 7).toString('base64')}`;
+    const on = { WEBHOOK_SECRET: secret, WEBHOOK_ALLOWED_HOSTS: 'Hooks.Example.com, 127.0.0.1:8080,[::1]:9000, bücher.example:443' };
+
+    it('are off unless both the secret and the allowed hosts are set', () => {
+      expect(loadConfig({}).webhooks).toBeUndefined();
+      expect(() => loadConfig({ WEBHOOK_SECRET: secret })).toThrow(/WEBHOOK_SECRET and WEBHOOK_ALLOWED_HOSTS: set both/);
+      expect(() => loadConfig({ WEBHOOK_ALLOWED_HOSTS: 'a.example' })).toThrow(/set both/);
+    });
+
+    it('normalize allowed hosts as WHATWG URL does, keeping ports', () => {
+      const { webhooks } = loadConfig(on);
+      expect(webhooks).toMatchObject({ secret, maxAttempts: 12, backoffMs: 5000, timeoutMs: 15_000, allowPrivateAddresses: false, schemes: ['http:', 'https:'] });
+      expect(webhooks!.allowedHosts).toEqual([
+        { host: 'hooks.example.com' },
+        { host: '127.0.0.1', port: 8080 },
+        { host: '[::1]', port: 9000 },
+        { host: 'xn--bcher-kva.example', port: 443 },
+      ]);
+      expect(loadConfig({ ...on, NODE_ENV: 'production', API_KEYS: 'k'.repeat(16) }).webhooks!.schemes).toEqual(['https:']);
+    });
+
+    it.each([
+      ['WEBHOOK_SECRET', 'not-a-secret'],
+      ['WEBHOOK_SECRET', `whsec_${Buffer.alloc(8).toString('base64')}`],
+      ['WEBHOOK_ALLOWED_HOSTS', 'https://hooks.example.com'],
+      ['WEBHOOK_ALLOWED_HOSTS', '*.example.com'],
+      ['WEBHOOK_ALLOWED_HOSTS', 'hooks.example.com:0'],
+      ['WEBHOOK_ALLOWED_HOSTS', 'user@hooks.example.com'],
+      ['WEBHOOK_ALLOWED_HOSTS', ' , '],
+      ['WEBHOOK_MAX_ATTEMPTS', '0'],
+    ])('refuse %s=%s, naming the variable', (name, value) => {
+      expect(() => loadConfig({ ...on, [name]: value })).toThrow(new RegExp(`${name}: `));
+    });
+
+    it('never echo the secret', () => {
+      expect(() => loadConfig({ ...on, WEBHOOK_SECRET: 'whsec_short' })).toThrow(/value hidden/);
+    });
+  });
 });

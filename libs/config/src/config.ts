@@ -59,6 +59,37 @@ const queueList = z
   .transform((v) => [...new Set(v.split(',').map((name) => name.trim()).filter(Boolean))])
   .pipe(z.array(z.string().regex(/^[a-z][a-z0-9-]{0,30}$/, 'must be comma-separated queue names')).min(1, 'must name at least one queue'));
 
+// Standard Webhooks signing secret: `whsec_` and the base64 of 24-64 random bytes.
+const webhookSecret = z
+  .string()
+  .trim()
+  .regex(/^whsec_[A-Za-z0-9+/]+={0,2}$/, 'must be whsec_ followed by base64 (e.g. whsec_$(openssl rand -base64 32))')
+  .refine((v) => {
+    const bytes = Buffer.from(v.slice('whsec_'.length), 'base64').length;
+    return bytes >= 24 && bytes <= 64;
+  }, 'must encode 24 to 64 random bytes');
+
+/**
+ * One WEBHOOK_ALLOWED_HOSTS entry, `host` or `host:port` (`[v6]:port`), normalized the way WHATWG URL
+ * normalizes a callback URL's host (lowercase, IDNA to punycode, IPv4 forms to dotted decimal), so
+ * the two compare exactly. Without a port it allows the scheme's default port only.
+ */
+function hostEntry(entry: string, ctx: z.RefinementCtx): WebhookHost | typeof z.NEVER {
+  const match = /^(\[[0-9a-fA-F:.]+\]|[^\s:/?#@[\]\\*]+)(?::(\d{1,5}))?$/.exec(entry);
+  const host = match && URL.canParse(`http://${match[1]}`) ? new URL(`http://${match[1]}`).hostname : undefined;
+  const port = match?.[2] === undefined ? undefined : Number(match[2]);
+  if (!host || (port !== undefined && (port < 1 || port > 65535))) {
+    ctx.addIssue({ code: 'custom', message: `"${entry}" is not a host or host:port (no scheme, path or wildcard)` });
+    return z.NEVER;
+  }
+  return port === undefined ? { host } : { host, port };
+}
+
+const hostList = z
+  .string()
+  .transform((v) => [...new Set(v.split(',').map((entry) => entry.trim()).filter(Boolean))])
+  .pipe(z.array(z.string().transform(hostEntry)).min(1, 'must name at least one host'));
+
 const schema = z.object({
   NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
   REDIS_URL: redisUrl.default('redis://127.0.0.1:6379'),
@@ -95,7 +126,34 @@ const schema = z.object({
   API_DOCS: bool.optional(),
   QUEUE_DASHBOARD: bool.default(false),
   QUEUE_DASHBOARD_READONLY: bool.default(true),
+  WEBHOOK_SECRET: webhookSecret.optional(),
+  WEBHOOK_ALLOWED_HOSTS: hostList.optional(),
+  WEBHOOK_ALLOW_PRIVATE_ADDRESSES: bool.default(false),
+  WEBHOOK_MAX_ATTEMPTS: int(1, 100).default(12),
+  WEBHOOK_BACKOFF_MS: int(10, 3_600_000).default(5000),
+  WEBHOOK_TIMEOUT_MS: int(100, 120_000).default(15_000),
 });
+
+/** A host webhooks may call (see WEBHOOK_ALLOWED_HOSTS); without a port, the scheme's default port. */
+export interface WebhookHost {
+  readonly host: string;
+  readonly port?: number;
+}
+
+/** Webhook settings; present only when WEBHOOK_SECRET and WEBHOOK_ALLOWED_HOSTS are both set. */
+export interface WebhookConfig {
+  /** Standard Webhooks signing secret (`whsec_…`). */
+  readonly secret: string;
+  readonly allowedHosts: readonly WebhookHost[];
+  /** URL schemes callbacks may use: https only in production. */
+  readonly schemes: readonly ('http:' | 'https:')[];
+  /** Lets an allowed name resolve to a private, loopback or link-local address (internal receivers). */
+  readonly allowPrivateAddresses: boolean;
+  readonly maxAttempts: number;
+  /** First retry delay; each next one doubles. */
+  readonly backoffMs: number;
+  readonly timeoutMs: number;
+}
 
 export interface Config {
   readonly env: 'development' | 'production' | 'test';
@@ -150,10 +208,12 @@ export interface Config {
   readonly queueDashboard: boolean;
   /** The dashboard only shows; retry, remove, pause, clean and add are refused. */
   readonly queueDashboardReadOnly: boolean;
+  /** Signed callbacks on completion (Callback-Url); undefined means off. */
+  readonly webhooks?: WebhookConfig;
 }
 
 /** Variables whose values may hold credentials: never echoed in error messages. */
-const SECRET = new Set(['REDIS_URL', 'CACHE_REDIS_URL', 'API_KEYS']);
+const SECRET = new Set(['REDIS_URL', 'CACHE_REDIS_URL', 'API_KEYS', 'WEBHOOK_SECRET']);
 
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
@@ -200,6 +260,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, app?: 'api' | '
       !e.API_KEYS?.length &&
       'QUEUE_DASHBOARD: needs API_KEYS when NODE_ENV=production (the dashboard is served behind the keys)',
     new Set(e.API_KEYS?.map((k) => k.name)).size !== (e.API_KEYS?.length ?? 0) && 'API_KEYS: key names must be unique',
+    (e.WEBHOOK_SECRET === undefined) !== (e.WEBHOOK_ALLOWED_HOSTS === undefined) &&
+      'WEBHOOK_SECRET and WEBHOOK_ALLOWED_HOSTS: set both to turn webhooks on, or neither',
   ].filter((p): p is string => typeof p === 'string');
   if (refused.length > 0) throw new ConfigError(refused);
   return Object.freeze({
@@ -234,5 +296,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, app?: 'api' | '
     apiDocs: e.API_DOCS ?? e.NODE_ENV !== 'production',
     queueDashboard: e.QUEUE_DASHBOARD,
     queueDashboardReadOnly: e.QUEUE_DASHBOARD_READONLY,
+    webhooks:
+      e.WEBHOOK_SECRET && e.WEBHOOK_ALLOWED_HOSTS
+        ? Object.freeze({
+            secret: e.WEBHOOK_SECRET,
+            allowedHosts: Object.freeze(e.WEBHOOK_ALLOWED_HOSTS.map((h) => Object.freeze(h))),
+            // why: a callback carries job results; in production they travel encrypted.
+            schemes: Object.freeze(e.NODE_ENV === 'production' ? (['https:'] as const) : (['http:', 'https:'] as const)),
+            allowPrivateAddresses: e.WEBHOOK_ALLOW_PRIVATE_ADDRESSES,
+            maxAttempts: e.WEBHOOK_MAX_ATTEMPTS,
+            backoffMs: e.WEBHOOK_BACKOFF_MS,
+            timeoutMs: e.WEBHOOK_TIMEOUT_MS,
+          })
+        : undefined,
   });
 }

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { defineJob, JobContext, JobDefinition, RetryPolicy } from './define-job';
+import { defineJob, JobContext, JobDefinition, JobSchedule, RetryPolicy } from './define-job';
 
 /** Most children one job may split into: each is a BullMQ job of its own. */
 export const MAX_CHUNKS = 1000;
@@ -29,6 +29,7 @@ export function defineFanOut<const Name extends string, In extends z.ZodType, Ou
   retry?: Partial<RetryPolicy>;
   priority?: number;
   examples?: readonly z.input<In>[];
+  schedules?: readonly JobSchedule<z.input<In>>[];
   child: Child;
   split(input: z.output<In>): InputOfDef<Child>[];
   merge(results: OutputOfDef<Child>[], input: z.output<In>): z.output<Out>;

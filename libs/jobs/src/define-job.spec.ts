@@ -50,6 +50,44 @@ describe('defineJob: queues, priorities and versions', () => {
   });
 });
 
+describe('defineJob: schedules', () => {
+  const run = () => 1;
+  const input = z.strictObject({ n: z.int().min(1), label: z.string().default('tick') });
+
+  it('keeps each schedule with its input validated, defaults applied', () => {
+    const def = defineJob({
+      ...base,
+      input,
+      name: 'a',
+      schedules: [
+        { name: 'nightly', cron: '0 3 * * *', tz: 'Europe/Paris', input: { n: 1 } },
+        { name: 'minutely', everyMs: 60_000, input: { n: 2, label: 'x' } },
+      ],
+      run,
+    });
+    expect(def.schedules).toEqual([
+      { name: 'nightly', cron: '0 3 * * *', tz: 'Europe/Paris', input: { n: 1, label: 'tick' } },
+      { name: 'minutely', everyMs: 60_000, input: { n: 2, label: 'x' } },
+    ]);
+    expect(Object.isFrozen(def.schedules[0])).toBe(true);
+    expect(defineJob({ ...base, name: 'b', run }).schedules).toEqual([]);
+  });
+
+  it('refuses a schedule with an invalid input, name, interval or timing, naming the type and schedule', () => {
+    const bad = (schedule: object) => () => defineJob({ ...base, input, name: 'typed', schedules: [schedule as never], run });
+    expect(bad({ name: 'x', everyMs: 1000, input: { n: 0 } })).toThrow(/Job type "typed": schedule "x": invalid input \(n: /);
+    expect(bad({ name: 'x', everyMs: 1000, input: { n: 1, extra: true } })).toThrow(/schedule "x": invalid input/);
+    expect(bad({ name: 'Nightly', everyMs: 1000, input: { n: 1 } })).toThrow(/schedule names must match/);
+    expect(bad({ name: 'x', input: { n: 1 } })).toThrow(/needs exactly one of cron and everyMs/);
+    expect(bad({ name: 'x', cron: '* * * * *', everyMs: 1000, input: { n: 1 } })).toThrow(/exactly one/);
+    expect(bad({ name: 'x', everyMs: 999, input: { n: 1 } })).toThrow(/everyMs must be an integer of at least 1000/);
+    expect(bad({ name: 'x', everyMs: 1000, tz: 'UTC', input: { n: 1 } })).toThrow(/tz applies to cron schedules only/);
+    expect(() =>
+      defineJob({ ...base, input, name: 'a', schedules: [{ name: 'x', everyMs: 1000, input: { n: 1 } }, { name: 'x', everyMs: 2000, input: { n: 1 } }], run }),
+    ).toThrow(/must not repeat a name/);
+  });
+});
+
 describe('defineFanOut', () => {
   it('splits 1..n into nearly equal ranges that cover it exactly once', () => {
     for (const [n, chunks] of [[10, 3], [7, 7], [3, 8], [1e12, 64]]) {

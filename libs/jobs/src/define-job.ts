@@ -44,6 +44,21 @@ export function previousVersion<In extends z.ZodType, Out>(v: {
 }
 
 /**
+ * A recurring run of a job type, declared with the type: every `everyMs`, or on a `cron` expression
+ * (5 fields, or 6 with seconds first; `tz` an IANA time zone, UTC by default). The API registers it
+ * with BullMQ's job schedulers at start-up, so each tick is one job however many replicas run.
+ */
+export interface JobSchedule<In = unknown> {
+  /** Unique within the type; the scheduler is `<type>:<name>` and its jobs `repeat:<type>:<name>:<ms>`. */
+  readonly name: string;
+  readonly cron?: string;
+  readonly tz?: string;
+  readonly everyMs?: number;
+  /** Validated against the type's input schema when the type is declared (defaults applied). */
+  readonly input: In;
+}
+
+/**
  * One job type. `In` is what `run` receives (defaults applied); `Submitted` is what a caller sends
  * (defaults optional), which typed clients use.
  */
@@ -71,6 +86,8 @@ export interface JobDefinition<Name extends string = string, In = any, Out = any
    * Checked against `input` when the type is declared.
    */
   readonly examples: readonly unknown[];
+  /** Recurring runs of this type, registered by the API at start-up (see JobSchedule). */
+  readonly schedules: readonly JobSchedule<In>[];
   /** Set by `defineFanOut`: the job splits into child jobs that any worker runs, then merges their results. */
   readonly fanOut?: FanOut<In, Out>;
   /** Pure CPU work. Runs in a worker thread, so it may block as long as it likes. */
@@ -95,6 +112,9 @@ const MAX_PRIORITY = 2 ** 21;
 export const JOB_NAME = /^[a-z][a-z0-9-]{0,62}$/;
 // why short: the queue name is in every Redis key of the queue and in metric labels.
 export const QUEUE_NAME = /^[a-z][a-z0-9-]{0,30}$/;
+export const SCHEDULE_NAME = /^[a-z][a-z0-9-]{0,62}$/;
+/** The shortest interval a schedule may declare. */
+export const MIN_SCHEDULE_EVERY_MS = 1000;
 
 /**
  * Declares a job type. Everything else (API validation, the job-types listing, queue routing,
@@ -114,10 +134,12 @@ export function defineJob<const Name extends string, In extends z.ZodType, Out e
   // why not typed by Out: a bump may change the result's shape; old jobs keep their old one.
   previousVersions?: readonly PreviousVersion[];
   examples?: readonly z.input<In>[];
+  schedules?: readonly JobSchedule<z.input<In>>[];
   run(input: z.output<In>, ctx: JobContext): z.output<Out> | Promise<z.output<Out>>;
 }): JobDefinition<Name, z.output<In>, z.output<Out>, z.input<In>> {
   const previous = def.previousVersions ?? [];
   const examples = def.examples ?? [];
+  const schedules = (def.schedules ?? []).map((s) => checkedSchedule(def.input, s));
   const problems = [
     !JOB_NAME.test(def.name) && `name must match ${JOB_NAME}`,
     !(Number.isInteger(def.version) && def.version > 0) && 'version must be a positive integer',
@@ -134,6 +156,8 @@ export function defineJob<const Name extends string, In extends z.ZodType, Out e
       const parsed = def.input.safeParse(example);
       return !parsed.success && `examples[${i}] does not match input: ${parsed.error.issues.map((issue) => `${issue.path.join('.') || '(body)'} ${issue.message}`).join(', ')}`;
     }),
+    new Set(schedules.map((s) => s.name)).size !== schedules.length && 'schedules must not repeat a name',
+    ...schedules.map((s) => s.problem),
   ].filter(Boolean);
   if (problems.length > 0) throw new Error(`Job type "${def.name}": ${problems.join('; ')}`);
   return Object.freeze({
@@ -141,8 +165,35 @@ export function defineJob<const Name extends string, In extends z.ZodType, Out e
     queue: def.queue ?? DEFAULT_QUEUE,
     previousVersions: Object.freeze([...previous]),
     examples: Object.freeze([...examples]),
+    schedules: Object.freeze(schedules.map(({ problem, ...s }) => Object.freeze(s))),
     retry: Object.freeze({ attempts: 3, backoffMs: 1000, ...def.retry }),
   }) as JobDefinition<Name, z.output<In>, z.output<Out>, z.input<In>>;
+}
+
+/**
+ * A schedule as declared, with its input validated by the type's schema (defaults applied), or the
+ * problem with it. The cron expression itself is checked by the apps at start-up, with the parser
+ * BullMQ uses (see libs/queue's checkSchedules): pool threads load this file and need no parser.
+ */
+function checkedSchedule(input: z.ZodType, s: JobSchedule): JobSchedule & { problem?: string } {
+  const name = `schedule ${JSON.stringify(s.name)}`;
+  const parsed = input.safeParse(s.input);
+  const problem = [
+    !SCHEDULE_NAME.test(s.name) && `schedule names must match ${SCHEDULE_NAME}`,
+    (s.cron === undefined) === (s.everyMs === undefined) && `${name} needs exactly one of cron and everyMs`,
+    s.everyMs !== undefined && !(Number.isInteger(s.everyMs) && s.everyMs >= MIN_SCHEDULE_EVERY_MS) &&
+      `${name}: everyMs must be an integer of at least ${MIN_SCHEDULE_EVERY_MS}`,
+    s.tz !== undefined && s.cron === undefined && `${name}: tz applies to cron schedules only`,
+    !parsed.success && `${name}: invalid input (${parsed.error.issues.map((i) => `${i.path.map(String).join('.') || 'input'}: ${i.message}`).join('; ')})`,
+  ].filter(Boolean);
+  const schedule: JobSchedule = {
+    name: s.name,
+    ...(s.cron === undefined ? {} : { cron: s.cron }),
+    ...(s.tz === undefined ? {} : { tz: s.tz }),
+    ...(s.everyMs === undefined ? {} : { everyMs: s.everyMs }),
+    input: parsed.data,
+  };
+  return problem.length > 0 ? { ...schedule, problem: problem.join('; ') } : schedule;
 }
 
 /**

@@ -12,6 +12,11 @@ export interface JobData {
   key: string;
   /** Request id of the submission, so the worker's log lines for this job carry it. */
   requestId?: string;
+  /**
+   * A job a declared schedule made: its scheduler (`<type>:<name>`) and a fingerprint of the
+   * declaration, so the API re-registers a schedule only when its declaration changed.
+   */
+  schedule?: { id: string; spec: string };
   /** A fan-out job, once split: how many children it has (their ids come from `childJobId`). */
   chunks?: number;
   /** A fan-out's child: its parent and its place among the chunks. */

@@ -36,6 +36,36 @@ export function childJobId(parentId: string, index: number): string {
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-5${h.slice(13, 16)}-8${h.slice(17, 20)}-${h.slice(20, 32)}`;
 }
 
+/**
+ * The BullMQ job scheduler of schedule `name` of job type `type` (see JobSchedule). BullMQ names
+ * each tick's job `repeat:<scheduler>:<ms>`, so the ids of scheduled jobs say what made them.
+ */
+export function schedulerId(type: string, name: string): string {
+  return `${type}:${name}`;
+}
+
+/** The id BullMQ gives the tick of scheduler `scheduler` due at `ms` (epoch milliseconds). */
+export function scheduledJobId(scheduler: string, ms: number): string {
+  return `repeat:${scheduler}:${ms}`;
+}
+
+/** The id of a job a declared schedule made (`repeat:<type>:<name>:<ms>`; see schedulerId). */
+export const SCHEDULED_JOB_ID = /^repeat:[a-z][a-z0-9-]{0,62}:[a-z][a-z0-9-]{0,62}:\d{1,16}$/;
+
+/**
+ * The BullMQ queue of webhook deliveries. why a name outside QUEUE_NAME (a leading underscore): no
+ * job type can declare it, so deliveries never share a queue with jobs; it has its own hash tag.
+ */
+export const WEBHOOK_QUEUE = '_webhooks';
+
+/**
+ * The id of the delivery of job `jobId`'s final view to `url`: one per job and URL, so a retried or
+ * joined submission with the same URL adds nothing. It is also the `webhook-id` receivers dedupe on.
+ */
+export function webhookDeliveryId(jobId: string, url: string): string {
+  return `msg_${createHash('sha256').update(`${jobId}\n${url}`).digest('hex').slice(0, 32)}`;
+}
+
 /** Names of the keys and channels this service writes next to BullMQ's. */
 export function queueKeys(prefix: string) {
   return {

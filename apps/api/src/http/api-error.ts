@@ -2,6 +2,8 @@
 export const API_ERRORS = {
   INVALID_INPUT: { status: 400, title: 'Invalid input' },
   MALFORMED_REQUEST: { status: 400, title: 'Malformed request' },
+  INVALID_CALLBACK_URL: { status: 400, title: 'Callback URL not allowed' },
+  WEBHOOKS_DISABLED: { status: 400, title: 'Webhooks are off' },
   UNAUTHORIZED: { status: 401, title: 'Unauthorized' },
   FORBIDDEN: { status: 403, title: 'Forbidden' },
   NOT_FOUND: { status: 404, title: 'Not found' },

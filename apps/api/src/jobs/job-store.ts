@@ -2,11 +2,15 @@ import { Inject, Injectable } from '@nestjs/common';
 import type IORedis from 'ioredis';
 import { ResultCache } from '@app/cache';
 import { CONFIG, type Config } from '@app/config';
-import { queueKeys } from '@app/queue';
+import { queueKeys, SCHEDULED_JOB_ID } from '@app/queue';
 import { JobRecord, JobView, viewOfCached, viewOfJob } from './job-view';
 import { JobQueues, type JobsQueue, QUEUE_REDIS } from './queue.providers';
 
-const JOB_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+/** Submitted jobs have UUIDs; the ticks of declared schedules have BullMQ's `repeat:…` ids. */
+const isJobId = (id: string) => UUID.test(id) || SCHEDULED_JOB_ID.test(id);
+/** BullMQ's error code for removing the next job of a job scheduler (it would end the schedule). */
+const SCHEDULER_JOB = -8;
 
 /**
  * The fields of BullMQ's job hash a view needs. why not Job.fromId: it reads and parses the whole
@@ -45,7 +49,7 @@ export class JobStore {
    * asking BullMQ for the state; `queue`, when the caller knows it, saves looking for it.
    */
   async read(id: string, knownState?: string, queue?: JobsQueue): Promise<StoredJob> {
-    if (!JOB_ID.test(id)) return { state: 'unknown' };
+    if (!isJobId(id)) return { state: 'unknown' };
     queue ??= await this.queues.locate(id);
     if (!queue) return { state: 'unknown' };
     // why in this order, not in parallel: fields read before the state could predate it, e.g. a
@@ -73,7 +77,7 @@ export class JobStore {
   async view(id: string, knownState?: string, queue?: JobsQueue): Promise<JobView | undefined> {
     const { record, state } = await this.read(id, knownState, queue);
     if (record) return viewOfJob(record, state);
-    if (!JOB_ID.test(id)) return undefined;
+    if (!isJobId(id)) return undefined;
     const [cancelled, cached] = await Promise.all([
       this.redis.get(this.keys.cancelledView(id)),
       // why: the cache may be a separate Redis; when it is away, cached results are just not found.
@@ -83,9 +87,20 @@ export class JobStore {
     return cached ? viewOfCached(cached) : undefined;
   }
 
-  /** Removes a job that no worker holds; false when one does (it was picked up meanwhile). */
+  /**
+   * Removes a job that no worker holds; false when one does (it was picked up meanwhile) or when it is
+   * a schedule's next tick. BullMQ keeps that one (the schedule would stop): it is promoted instead,
+   * so a worker takes it at once, finds the cancel marker and fails it as cancelled, and the schedule
+   * goes on with the tick after it.
+   */
   async removeQueued(id: string, queue: JobsQueue): Promise<boolean> {
-    return (await queue.remove(id)) === 1;
+    try {
+      return (await queue.remove(id)) === 1;
+    } catch (error) {
+      if ((error as { code?: number }).code !== SCHEDULER_JOB) throw error;
+      await (await queue.getJob(id))?.promote().catch(() => undefined); // not delayed: it is due anyway
+      return false;
+    }
   }
 
   /** Keeps the view of a job cancelled while queued, since BullMQ no longer has it. */

@@ -6,6 +6,7 @@ import { Lifecycle } from '@app/health';
 import { JOB_INPUT, JOB_VIEW } from '../docs/job-types.openapi';
 import { ApiPreferWait, ApiProblems } from '../docs/openapi.decorators';
 import { ServerTiming } from '../http/server-timing';
+import { WebhookDeliveries } from '../webhooks/webhook-deliveries';
 import { JobEvents } from './job-events';
 import { JobStream } from './job-stream';
 import { isFinal, JobView } from './job-view';
@@ -22,6 +23,7 @@ export class JobsController {
     private readonly jobs: JobsService,
     private readonly events: JobEvents,
     private readonly lifecycle: Lifecycle,
+    private readonly webhooks: WebhookDeliveries,
     @Inject(CONFIG) private readonly config: Config,
   ) {}
 
@@ -45,15 +47,19 @@ export class JobsController {
     @Param('type') type: string,
     @Body() body: unknown,
     @Headers('prefer') prefer: string | undefined,
+    @Headers('callback-url') callbackUrl: string | undefined,
     @Req() req: FastifyRequest,
     @Res({ passthrough: true }) reply: FastifyReply,
   ): Promise<JobView> {
+    // Webhooks: a refused Callback-Url is a 400 before any work is queued (see WebhookDeliveries).
+    const callback = this.webhooks.accept(callbackUrl);
     const timing = new ServerTiming();
     const view = await this.jobs.submit(type, body, {
       waitSeconds: parsePreferWait(prefer, this.config.maxWaitSeconds),
       requestId: req.id,
       timing,
     });
+    if (callback) await this.webhooks.register([view.id], callback, req.id);
     reply.header('server-timing', timing.toString());
     if (isFinal(view)) reply.status(200);
     else reply.status(202).header('location', `/v1/jobs/${view.id}`);

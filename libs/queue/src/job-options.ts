@@ -1,0 +1,15 @@
+import type { JobDefinition } from '@app/jobs';
+
+/**
+ * The BullMQ options every job of type `def` gets, whoever adds it: priority, retries with
+ * exponential backoff, and how long it stays readable once finished.
+ */
+export function jobOptions(def: JobDefinition, retentionSeconds: number) {
+  return {
+    priority: def.priority,
+    attempts: def.retry.attempts,
+    backoff: { type: 'exponential', delay: def.retry.backoffMs },
+    removeOnComplete: { age: retentionSeconds },
+    removeOnFail: { age: retentionSeconds },
+  };
+}
