@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import type { AppProcess } from '../../test/support/apps';
+import { OtlpReceiver } from '../../test/support/otlp-receiver';
 import { blast } from '../load/blast';
 import { closedLoop, HttpClient } from '../load/http-client';
 import { nextN, rotate } from '../scenarios/context';
@@ -16,6 +17,11 @@ import { Rounds, summarize } from '../support/stats';
  *   AB_DIST_A / AB_DIST_B   builds to compare (default: ./dist for both)
  *   AB_ENV_A / AB_ENV_B     extra env, "NAME=value,NAME=value" (e.g. WORKER_NICE=0)
  *   AB_ROUNDS (8), AB_SECONDS (1.5), AB_MEASURES (cacheHit,trivialJobs,sequential,trivialRoute)
+ *
+ * `$OTLP_SINK` in an AB_ENV value becomes the URL of an OTLP/HTTP receiver started here, which
+ * takes and counts spans like a collector would: tracing on vs off is
+ *   AB_ENV_B='OTEL_EXPORTER_OTLP_ENDPOINT=$OTLP_SINK'
+ * (trivialJobs and sequential are the per-job bench's two measures: bench/scenarios/overhead.ts).
  */
 function envOf(value: string | undefined): Env {
   return Object.fromEntries((value ?? '').split(',').filter(Boolean).map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]));
@@ -30,6 +36,7 @@ async function main(): Promise<void> {
   const progress = new Progress();
   const redis = await startRedis(process.env.REDIS_URL);
   const stacks: Array<{ api: AppProcess; worker: AppProcess }> = [];
+  const sink = [process.env.AB_ENV_A, process.env.AB_ENV_B].some((v) => v?.includes('$OTLP_SINK')) ? await OtlpReceiver.start() : undefined;
   try {
     for (const side of ['A', 'B'] as const) {
       const env: Env = {
@@ -39,7 +46,7 @@ async function main(): Promise<void> {
         ALLOW_UNAUTHENTICATED: 'true',
         LOG_LEVEL: 'warn',
         WORKER_THREADS: '2',
-        ...envOf(process.env[`AB_ENV_${side}`]),
+        ...envOf(process.env[`AB_ENV_${side}`]?.replaceAll('$OTLP_SINK', sink?.url ?? '')),
       };
       stacks.push(await startTemplate(root, env, { dist: process.env[`AB_DIST_${side}`] ?? join(root, 'dist') }));
     }
@@ -85,6 +92,8 @@ async function main(): Promise<void> {
     for (const c of clients.values()) c.close();
   } finally {
     await Promise.all(stacks.flatMap(({ api, worker }) => [api.stop(), worker.stop()]));
+    if (sink) console.log(`OTLP sink: ${sink.spans.length} spans received (${sink.refused.length} requests refused)`);
+    await sink?.close();
     await redis.stop();
   }
 }

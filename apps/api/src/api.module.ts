@@ -9,25 +9,35 @@ import { JobRegistry } from '@app/jobs';
 import { type Logger, LoggingModule } from '@app/logging';
 import { MetricsModule } from '@app/metrics';
 import { pingRedis } from '@app/redis';
+import { type Tracing, TracingModule } from '@app/tracing';
 import { DemoModule } from './demo/demo.module';
 import { ProblemFilter } from './http/problem.filter';
 import { JobTypesController } from './job-types/job-types.controller';
 import { Backlog } from './jobs/backlog';
+import { ConnectionMetrics } from './jobs/connection.metrics';
 import { JobEvents } from './jobs/job-events';
 import { JobStore } from './jobs/job-store';
 import { JobsController } from './jobs/jobs.controller';
 import { JobsService } from './jobs/jobs.service';
 import { QueueMetrics } from './jobs/queue.metrics';
 import { QUEUE_REDIS, QueueCloser, queueProviders } from './jobs/queue.providers';
+import { SubmissionMetrics } from './jobs/submission.metrics';
 import { AccessMiddleware } from './security/access.middleware';
 
 /** The HTTP API: validates, enqueues, reads and cancels jobs. Its event loop only does I/O. */
 @Module({})
 export class ApiModule implements NestModule {
-  static forRoot(config: Config, logger: Logger): DynamicModule {
+  static forRoot(config: Config, logger: Logger, tracing?: Tracing): DynamicModule {
     return {
       module: ApiModule,
-      imports: [ConfigModule.forRoot(config), LoggingModule.forRoot(logger), CacheModule, MetricsModule, ...(config.demo ? [DemoModule] : [])],
+      imports: [
+        ConfigModule.forRoot(config),
+        LoggingModule.forRoot(logger),
+        TracingModule.forRoot(tracing),
+        CacheModule,
+        MetricsModule,
+        ...(config.demo ? [DemoModule] : []),
+      ],
       controllers: [JobsController, JobTypesController, HealthController],
       providers: [
         { provide: APP_FILTER, useClass: ProblemFilter },
@@ -40,6 +50,8 @@ export class ApiModule implements NestModule {
         Backlog,
         JobsService,
         QueueMetrics,
+        SubmissionMetrics,
+        ConnectionMetrics,
         {
           provide: HEALTH_INDICATORS,
           inject: [QUEUE_REDIS, CACHE_REDIS],

@@ -88,3 +88,30 @@ describe('loadConfig security settings', () => {
     expect(loadConfig({ RATE_LIMIT_PER_MINUTE: '600', RATE_LIMIT_BURST: '5' }).rateLimitBurst).toBe(5);
   });
 });
+
+describe('loadConfig tracing settings', () => {
+  it('is off without an endpoint', () => {
+    expect(loadConfig({}).otel).toEqual({ endpoint: undefined, headers: {}, serviceName: undefined });
+  });
+
+  it('reads the standard OpenTelemetry variables', () => {
+    const config = loadConfig({
+      OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318',
+      OTEL_EXPORTER_OTLP_HEADERS: 'api-key=abc%3D%3D, x-team = core',
+      OTEL_SERVICE_NAME: 'jobs-api',
+    });
+    expect(config.otel).toEqual({ endpoint: 'http://collector:4318', headers: { 'api-key': 'abc==', 'x-team': 'core' }, serviceName: 'jobs-api' });
+  });
+
+  it.each([
+    ['OTEL_EXPORTER_OTLP_ENDPOINT', 'collector:4318'],
+    ['OTEL_EXPORTER_OTLP_ENDPOINT', 'grpc://collector:4317'],
+    ['OTEL_EXPORTER_OTLP_HEADERS', 'no-value'],
+  ])('refuses %s=%s', (name, value) => {
+    expect(() => loadConfig({ [name]: value })).toThrow(new RegExp(`${name}: `));
+  });
+
+  it('does not echo the exporter headers, which carry credentials', () => {
+    expect(() => loadConfig({ OTEL_EXPORTER_OTLP_HEADERS: 'secret-token' })).toThrow(/value hidden/);
+  });
+});

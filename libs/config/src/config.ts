@@ -53,6 +53,27 @@ const apiKeys = z
     }),
   );
 
+// OTLP/HTTP base URL, as the OpenTelemetry specification defines OTEL_EXPORTER_OTLP_ENDPOINT.
+const otlpEndpoint = z
+  .string()
+  .trim()
+  .refine((v) => URL.canParse(v) && /^https?:$/.test(new URL(v).protocol), 'must be an http:// or https:// URL (the OTLP/HTTP receiver, e.g. http://otel-collector:4318)');
+
+// `key=value,key=value`, values URL-encoded (the OpenTelemetry specification's format).
+const otlpHeaders = z
+  .string()
+  .transform((v) => v.split(',').map((pair) => pair.trim()).filter(Boolean))
+  .pipe(z.array(z.string().regex(/^[\w.-]+\s*=.+/, 'must be comma-separated key=value pairs')))
+  .transform((pairs) => Object.fromEntries(pairs.map((pair) => [pair.slice(0, pair.indexOf('=')).trim(), decodeOr(pair.slice(pair.indexOf('=') + 1).trim())])));
+
+function decodeOr(value: string): string {
+  try {
+    return decodeURIComponent(value);
+  } catch {
+    return value;
+  }
+}
+
 // Queue names as job types declare them (see QUEUE_NAME in libs/jobs); which exist is checked at start.
 const queueList = z
   .string()
@@ -92,6 +113,9 @@ const schema = z.object({
   RATE_LIMIT_BURST: int(1, 10_000_000).optional(),
   TRUST_PROXY_HOPS: int(0, 10).default(0),
   REDIS_EVICTION_CHECK: z.enum(['warn', 'refuse', 'off']).default('warn'),
+  OTEL_EXPORTER_OTLP_ENDPOINT: otlpEndpoint.optional(),
+  OTEL_EXPORTER_OTLP_HEADERS: otlpHeaders.optional(),
+  OTEL_SERVICE_NAME: z.string().trim().min(1).max(255).optional(),
 });
 
 export interface Config {
@@ -141,10 +165,18 @@ export interface Config {
   readonly trustProxyHops: number;
   /** What to do when the queue Redis may evict keys (evicted keys are lost jobs). */
   readonly redisEvictionCheck: 'warn' | 'refuse' | 'off';
+  /** Tracing: on when the OTLP/HTTP endpoint is set (spans go to `<endpoint>/v1/traces`). */
+  readonly otel: {
+    readonly endpoint?: string;
+    /** Sent with every export (e.g. a vendor's API key). */
+    readonly headers: Readonly<Record<string, string>>;
+    /** service.name; undefined means nest-offload-api or nest-offload-worker. */
+    readonly serviceName?: string;
+  };
 }
 
 /** Variables whose values may hold credentials: never echoed in error messages. */
-const SECRET = new Set(['REDIS_URL', 'CACHE_REDIS_URL', 'API_KEYS']);
+const SECRET = new Set(['REDIS_URL', 'CACHE_REDIS_URL', 'API_KEYS', 'OTEL_EXPORTER_OTLP_HEADERS']);
 
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
@@ -211,5 +243,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, app?: 'api' | '
     rateLimitBurst: e.RATE_LIMIT_BURST ?? Math.max(1, Math.ceil(e.RATE_LIMIT_PER_MINUTE / 10)),
     trustProxyHops: e.TRUST_PROXY_HOPS,
     redisEvictionCheck: e.REDIS_EVICTION_CHECK,
+    otel: Object.freeze({
+      endpoint: e.OTEL_EXPORTER_OTLP_ENDPOINT,
+      headers: Object.freeze(e.OTEL_EXPORTER_OTLP_HEADERS ?? {}),
+      serviceName: e.OTEL_SERVICE_NAME,
+    }),
   });
 }

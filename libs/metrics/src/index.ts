@@ -1,1 +1,5 @@
+export { registerHttpMetrics, UNMATCHED_ROUTE } from './http.metrics';
+export { METRIC_PREFIX, METRICS } from './metric-names';
+export type { MetricName } from './metric-names';
 export { MetricsController, MetricsModule } from './metrics.module';
+export { registerRedisMetrics } from './redis.metrics';

@@ -1,5 +1,6 @@
 import { Controller, Get, Global, Header, Module } from '@nestjs/common';
 import { collectDefaultMetrics, Registry } from 'prom-client';
+import { METRIC_PREFIX } from './metric-names';
 
 /** Prometheus metrics of one process at GET /metrics: Node's defaults (event-loop lag, heap, GC) and the app's own. */
 @Controller('metrics')
@@ -22,7 +23,7 @@ export class MetricsController {
       provide: Registry,
       useFactory: () => {
         const registry = new Registry();
-        collectDefaultMetrics({ register: registry, prefix: 'nest_offload_' });
+        collectDefaultMetrics({ register: registry, prefix: METRIC_PREFIX });
         return registry;
       },
     },

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { Gauge, Registry } from 'prom-client';
+import { METRICS } from '@app/metrics';
 import { JobQueues } from './queue.providers';
 
 const STATES = ['waiting', 'prioritized', 'delayed', 'waiting-children', 'active', 'failed', 'completed'] as const;
@@ -25,7 +26,7 @@ export class QueueMetrics {
       return counts;
     };
     new Gauge({
-      name: 'nest_offload_queue_jobs',
+      name: METRICS.queueJobs,
       help: 'Jobs in each queue by state (waiting + prioritized is the backlog workers have not picked up)',
       labelNames: ['queue', 'state'],
       registers: [registry],
@@ -35,7 +36,7 @@ export class QueueMetrics {
       },
     });
     new Gauge({
-      name: 'nest_offload_queue_backlog',
+      name: METRICS.queueBacklog,
       help: "Jobs a queue's workers must run or are running: waiting + prioritized + active (scale workers on this)",
       labelNames: ['queue'],
       registers: [registry],
