@@ -24,7 +24,7 @@ async function bootstrap(): Promise<void> {
   const config = loadConfig(process.env, 'api');
   const pino = createLogger(config, 'api');
   const logger = new NestPinoLogger(pino);
-  const tracing = startTracing(config, 'api');
+  const tracing = startTracing(config, 'api', pino);
   const app = await NestFactory.create<NestFastifyApplication>(ApiModule.forRoot(config, pino, tracing), createAdapter(config), {
     logger,
     bodyParser: false,

@@ -28,7 +28,7 @@ async function bootstrap(): Promise<void> {
   const config = loadConfig(process.env, 'worker');
   const pino = createLogger(config, 'worker');
   const logger = new NestPinoLogger(pino);
-  const tracing = startTracing(config, 'worker');
+  const tracing = startTracing(config, 'worker', pino);
   const app = await NestFactory.create<NestFastifyApplication>(WorkerModule.forRoot(config, pino, tracing), new FastifyAdapter(), {
     logger,
     bodyParser: false,

@@ -13,7 +13,7 @@ import {
   type Tracer,
 } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
-import { hrTimeDuration, millisToHrTime, W3CTraceContextPropagator } from '@opentelemetry/core';
+import { hrTimeDuration, millisToHrTime, setGlobalErrorHandler, W3CTraceContextPropagator } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { type Resource, resourceFromAttributes } from '@opentelemetry/resources';
 import {
@@ -28,9 +28,11 @@ import {
 import type { Telemetry } from 'bullmq';
 import { BullMQOtel } from 'bullmq-otel';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { type FinishedSpan, SPAN_ATTRIBUTES, type SpanAttributeValue, type Tracing } from './tracing';
+import { type FinishedSpan, SPAN_ATTRIBUTES, type SpanAttributeValue, type Tracing, type TracingLogger } from './tracing';
 
 const SPAN = Symbol('nest-offload.span');
+/** An unreachable collector fails every export: one warning per this long is enough. */
+const ERROR_REPORT_MS = 60_000;
 type TracedRequest = FastifyRequest & { [SPAN]?: Span };
 
 /**
@@ -79,7 +81,7 @@ export class OtelTracing implements Tracing {
   private readonly tracer: Tracer;
   private readonly resource: Resource;
 
-  constructor(endpoint: string, headers: Readonly<Record<string, string>>, serviceName: string) {
+  constructor(endpoint: string, headers: Readonly<Record<string, string>>, serviceName: string, logger: TracingLogger) {
     this.resource = resourceFromAttributes({ 'service.name': serviceName, 'service.instance.id': randomUUID() });
     const url = new URL('v1/traces', endpoint.endsWith('/') ? endpoint : `${endpoint}/`).href;
     this.processor = new BatchSpanProcessor({ exporter: new OTLPTraceExporter({ url, headers: { ...headers } }) });
@@ -87,6 +89,14 @@ export class OtelTracing implements Tracing {
       resource: this.resource,
       sampler: new ParentBasedSampler({ root: new RequestsAndJobsSampler() }),
       spanProcessors: [new DropJobResults(), this.processor],
+    });
+    let reportedAt = -Infinity;
+    let suppressed = 0;
+    setGlobalErrorHandler((error) => {
+      if (Date.now() - reportedAt < ERROR_REPORT_MS) return void suppressed++;
+      logger.warn({ context: 'Tracing', err: error, url, suppressed }, 'OpenTelemetry error (spans not exported?)');
+      reportedAt = Date.now();
+      suppressed = 0;
     });
     context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
     propagation.setGlobalPropagator(new W3CTraceContextPropagator());

@@ -57,8 +57,13 @@ export interface Tracing {
  * without an endpoint, no part of the OpenTelemetry SDK, its exporter or bullmq-otel is loaded, and
  * nothing on the request or job path changes.
  */
-export function startTracing(config: Config, app: 'api' | 'worker'): Tracing | undefined {
+export function startTracing(config: Config, app: 'api' | 'worker', logger: TracingLogger): Tracing | undefined {
   if (!config.otel.endpoint) return undefined;
   const { OtelTracing } = require('./otel-tracing') as typeof import('./otel-tracing');
-  return new OtelTracing(config.otel.endpoint, config.otel.headers, config.otel.serviceName ?? `nest-offload-${app}`);
+  return new OtelTracing(config.otel.endpoint, config.otel.headers, config.otel.serviceName ?? `nest-offload-${app}`, logger);
+}
+
+/** Where failed exports are reported (the app's pino logger). */
+export interface TracingLogger {
+  warn(fields: object, msg: string): void;
 }
