@@ -1,3 +1,5 @@
+export { BoundCounter, BoundHistogram } from './bound-metrics';
+export type { BoundObserver, BoundSeries } from './bound-metrics';
 export { registerHttpMetrics, UNMATCHED_ROUTE } from './http.metrics';
 export { METRIC_PREFIX, METRICS } from './metric-names';
 export type { MetricName } from './metric-names';

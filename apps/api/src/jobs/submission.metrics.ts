@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
-import { Counter, Registry } from 'prom-client';
+import { Registry } from 'prom-client';
 import { JobRegistry } from '@app/jobs';
-import { METRICS } from '@app/metrics';
+import { BoundCounter, type BoundSeries, METRICS } from '@app/metrics';
 
 /** What became of a submission: answered from the cache, joined an identical job, queued, or refused. */
 export type SubmissionOutcome = 'cached' | 'joined' | 'queued' | 'rejected';
@@ -17,31 +17,29 @@ const LOOKUPS: readonly CacheLookup[] = ['hit', 'miss', 'error'];
  */
 @Injectable()
 export class SubmissionMetrics {
-  // why resolved children: a submission counts twice on the hot path; two property reads are cheaper
-  // than prom-client validating and hashing a label object each time.
-  private readonly submitted = new Map<string, Record<SubmissionOutcome, Counter.Internal>>();
-  private readonly lookups = new Map<string, Record<CacheLookup, Counter.Internal>>();
+  // Bound series (see BoundCounter): a submission counts twice on the request path.
+  private readonly submitted = new Map<string, Record<SubmissionOutcome, BoundSeries>>();
+  private readonly lookups = new Map<string, Record<CacheLookup, BoundSeries>>();
 
   constructor(metrics: Registry, jobs: JobRegistry) {
-    const submitted = new Counter({
+    const submitted = new BoundCounter({
       name: METRICS.jobsSubmitted,
       help: 'Job submissions by type and outcome: cached (answered from the cache), joined (an identical job in flight), queued, rejected (invalid, backlog full, Redis away)',
       labelNames: ['type', 'outcome'],
       registers: [metrics],
     });
-    const lookups = new Counter({
+    const lookups = new BoundCounter({
       name: METRICS.cacheLookups,
       help: "Result-cache lookups of submissions by type and result (hit, miss, error: the cache Redis did not answer)",
       labelNames: ['type', 'result'],
       registers: [metrics],
     });
-    const series = <K extends string>(counter: Counter<string>, type: string, values: readonly K[]) =>
-      Object.fromEntries(values.map((v) => [v, counter.labels(type, v)] as const)) as Record<K, Counter.Internal>;
-    for (const def of jobs.list()) {
-      this.submitted.set(def.name, series(submitted, def.name, OUTCOMES));
-      if (def.cacheTtlSeconds > 0) this.lookups.set(def.name, series(lookups, def.name, LOOKUPS));
+    for (const { name: type, cacheTtlSeconds } of jobs.list()) {
+      this.submitted.set(type, Object.fromEntries(OUTCOMES.map((outcome) => [outcome, submitted.bind({ type, outcome })])) as Record<SubmissionOutcome, BoundSeries>);
+      if (cacheTtlSeconds > 0) {
+        this.lookups.set(type, Object.fromEntries(LOOKUPS.map((result) => [result, lookups.bind({ type, result })])) as Record<CacheLookup, BoundSeries>);
+      }
     }
-    for (const children of [...this.submitted.values(), ...this.lookups.values()]) for (const child of Object.values(children)) child.inc(0);
   }
 
   submission(type: string, outcome: SubmissionOutcome): void {
