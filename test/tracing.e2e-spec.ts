@@ -3,7 +3,6 @@ import { join } from 'node:path';
 import { AppProcess, stackEnv, startApp } from './support/apps';
 import { getJob, request, submit } from './support/http';
 import { OtlpReceiver, type ReceivedSpan } from './support/otlp-receiver';
-import { waitFor } from './support/wait';
 
 const REPORT_MODULES = `--require ${join(__dirname, 'fixtures', 'report-otel-modules.js')}`;
 const REQUEST_ID = 'nest_offload.request_id';
@@ -93,6 +92,23 @@ describe('tracing', () => {
 
     expect(loadedOtelModules(api)).toEqual(expect.arrayContaining(['@opentelemetry/sdk-trace', '@opentelemetry/exporter-trace-otlp-http', 'bullmq-otel']));
     expect(loadedOtelModules(worker)).toEqual(expect.arrayContaining(['@opentelemetry/sdk-trace', 'bullmq-otel']));
+  });
+
+  it('traces a share of requests with parentbased_traceidratio, and always those a caller samples', async () => {
+    const sampled = await OtlpReceiver.start();
+    try {
+      const env = stackEnv('tracing-ratio', { OTEL_EXPORTER_OTLP_ENDPOINT: sampled.url, OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0' });
+      const api = await start('api', env);
+      expect((await submit(api.url, 'fibonacci', { n: 20 })).status).toBe(202);
+      const callerTrace = randomBytes(16).toString('hex');
+      const traceparent = `00-${callerTrace}-${randomBytes(8).toString('hex')}-01`;
+      expect((await submit(api.url, 'fibonacci', { n: 19 }, { headers: { traceparent } })).status).toBe(202);
+      await api.stop();
+      expect(sampled.spans.length).toBeGreaterThanOrEqual(2); // the server span and BullMQ's add
+      expect(new Set(sampled.spans.map((s) => s.traceId))).toEqual(new Set([callerTrace]));
+    } finally {
+      await sampled.close();
+    }
   });
 
   it('loads no part of the OpenTelemetry SDK when OTEL_EXPORTER_OTLP_ENDPOINT is not set', async () => {

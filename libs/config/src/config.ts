@@ -116,6 +116,13 @@ const schema = z.object({
   OTEL_EXPORTER_OTLP_ENDPOINT: otlpEndpoint.optional(),
   OTEL_EXPORTER_OTLP_HEADERS: otlpHeaders.optional(),
   OTEL_SERVICE_NAME: z.string().trim().min(1).max(255).optional(),
+  OTEL_TRACES_SAMPLER: z.enum(['parentbased_always_on', 'parentbased_traceidratio']).default('parentbased_always_on'),
+  OTEL_TRACES_SAMPLER_ARG: z
+    .string()
+    .trim()
+    .regex(/^(0(\.\d+)?|1(\.0+)?)$/, 'must be a ratio from 0 to 1')
+    .transform(Number)
+    .optional(),
 });
 
 export interface Config {
@@ -172,6 +179,8 @@ export interface Config {
     readonly headers: Readonly<Record<string, string>>;
     /** service.name; undefined means nest-offload-api or nest-offload-worker. */
     readonly serviceName?: string;
+    /** Share of requests (root spans) traced; a trace's other spans follow its root's decision. */
+    readonly sampleRatio: number;
   };
 }
 
@@ -247,6 +256,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, app?: 'api' | '
       endpoint: e.OTEL_EXPORTER_OTLP_ENDPOINT,
       headers: Object.freeze(e.OTEL_EXPORTER_OTLP_HEADERS ?? {}),
       serviceName: e.OTEL_SERVICE_NAME,
+      sampleRatio: e.OTEL_TRACES_SAMPLER === 'parentbased_traceidratio' ? (e.OTEL_TRACES_SAMPLER_ARG ?? 1) : 1,
     }),
   });
 }

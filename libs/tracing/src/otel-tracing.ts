@@ -23,12 +23,13 @@ import {
   type Sampler,
   SamplingDecision,
   type SpanProcessor,
+  TraceIdRatioBasedSampler,
   TracerProvider,
 } from '@opentelemetry/sdk-trace';
 import type { Telemetry } from 'bullmq';
 import { BullMQOtel } from 'bullmq-otel';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { type FinishedSpan, SPAN_ATTRIBUTES, type SpanAttributeValue, type Tracing, type TracingLogger } from './tracing';
+import { type FinishedSpan, SPAN_ATTRIBUTES, type SpanAttributeValue, type Tracing, type TracingConfig, type TracingLogger } from './tracing';
 
 const SPAN = Symbol('nest-offload.span');
 /** An unreachable collector fails every export: one warning per this long is enough. */
@@ -36,17 +37,24 @@ const ERROR_REPORT_MS = 60_000;
 type TracedRequest = FastifyRequest & { [SPAN]?: Span };
 
 /**
- * Traces what a request or a job starts; drops root spans of BullMQ's background loops (a blocking
- * fetch that found nothing, the stalled-job check), which would otherwise be one trace each, every
- * few seconds. Children follow their parent's decision.
+ * Traces what a request or a job starts (`ratio` of them, by trace id); drops root spans of BullMQ's
+ * background loops (a blocking fetch that found nothing, the stalled-job check), which would
+ * otherwise be one trace each, every few seconds. Children follow their parent's decision.
  */
 class RequestsAndJobsSampler implements Sampler {
-  shouldSample(_context: Context, _traceId: string, _name: string, kind: SpanKind) {
-    return { decision: kind === SpanKind.INTERNAL ? SamplingDecision.NOT_RECORD : SamplingDecision.RECORD_AND_SAMPLED };
+  private readonly ratio: TraceIdRatioBasedSampler;
+
+  constructor(ratio: number) {
+    this.ratio = new TraceIdRatioBasedSampler(ratio);
+  }
+
+  shouldSample(context: Context, traceId: string, _name: string, kind: SpanKind) {
+    if (kind === SpanKind.INTERNAL) return { decision: SamplingDecision.NOT_RECORD };
+    return this.ratio.shouldSample(context, traceId);
   }
 
   toString(): string {
-    return 'RequestsAndJobsSampler';
+    return `RequestsAndJobsSampler(${this.ratio.toString()})`;
   }
 }
 
@@ -81,13 +89,13 @@ export class OtelTracing implements Tracing {
   private readonly tracer: Tracer;
   private readonly resource: Resource;
 
-  constructor(endpoint: string, headers: Readonly<Record<string, string>>, serviceName: string, logger: TracingLogger) {
+  constructor({ endpoint, headers, sampleRatio }: TracingConfig, serviceName: string, logger: TracingLogger) {
     this.resource = resourceFromAttributes({ 'service.name': serviceName, 'service.instance.id': randomUUID() });
     const url = new URL('v1/traces', endpoint.endsWith('/') ? endpoint : `${endpoint}/`).href;
     this.processor = new BatchSpanProcessor({ exporter: new OTLPTraceExporter({ url, headers: { ...headers } }) });
     this.provider = new TracerProvider({
       resource: this.resource,
-      sampler: new ParentBasedSampler({ root: new RequestsAndJobsSampler() }),
+      sampler: new ParentBasedSampler({ root: new RequestsAndJobsSampler(sampleRatio) }),
       spanProcessors: [new DropJobResults(), this.processor],
     });
     let reportedAt = -Infinity;

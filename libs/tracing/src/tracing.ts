@@ -2,6 +2,8 @@ import type { Telemetry } from 'bullmq';
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '@app/config';
 
+export type TracingConfig = Config['otel'] & { endpoint: string };
+
 /** Injection token of the process's Tracing, or null when tracing is off. */
 export const TRACING = Symbol('TRACING');
 
@@ -58,9 +60,10 @@ export interface Tracing {
  * nothing on the request or job path changes.
  */
 export function startTracing(config: Config, app: 'api' | 'worker', logger: TracingLogger): Tracing | undefined {
-  if (!config.otel.endpoint) return undefined;
+  const { endpoint } = config.otel;
+  if (endpoint === undefined) return undefined;
   const { OtelTracing } = require('./otel-tracing') as typeof import('./otel-tracing');
-  return new OtelTracing(config.otel.endpoint, config.otel.headers, config.otel.serviceName ?? `nest-offload-${app}`, logger);
+  return new OtelTracing({ ...config.otel, endpoint }, config.otel.serviceName ?? `nest-offload-${app}`, logger);
 }
 
 /** Where failed exports are reported (the app's pino logger). */
