@@ -33,7 +33,7 @@ const RESERVED = new Set(
 /** Identifiers the generated files use themselves (the export must not shadow one). */
 const TEMPLATE_NAMES = (
   'z defineJob PROGRESS_EVERY_MS longestChain below onProgress now best lastReport start steps x time percent ' +
-  'ctx clock reports input p i describe it expect'
+  'ctx clock reports input p i describe it expect SILENT_LOG'
 ).split(' ');
 
 const camelCase = (name) =>
@@ -157,9 +157,10 @@ export const ${ident} = defineJob({
 `;
 
 const specFile = (name, ident) => `import { coreJobs, JobRegistry } from './registry';
+import { SILENT_LOG } from './define-job';
 import { ${ident}, longestChain } from './${name}.job';
 
-const ctx = { attempt: 1, progress: () => undefined };
+const ctx = { attempt: 1, progress: () => undefined, log: SILENT_LOG };
 
 describe('${name} job', () => {
   it('finds the start with the longest Collatz chain below the bound', () => {

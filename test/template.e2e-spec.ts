@@ -78,7 +78,7 @@ describe('starting a service from the template, on a clean copy', () => {
     expect([JSON.parse(copy.read('package.json')).name, lock.name, lock.packages[''].name]).toEqual([to, to, to]);
     expect(copy.read('README.md').split('\n')[0]).toBe(`# ${to}`);
     expect(copy.read('libs/config/src/config.ts')).toContain(`.default('${to}')`);
-    expect(copy.read('libs/metrics/src/metric-prefix.ts')).toContain(`'${metricPrefix}'`);
+    expect(copy.read('libs/metrics/src/metric-names.ts')).toContain(`'${metricPrefix}'`);
     const k8sNames = copy
       .files()
       .filter((file) => file.endsWith('.yaml'))

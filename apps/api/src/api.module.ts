@@ -10,10 +10,12 @@ import { type Logger, LoggingModule } from '@app/logging';
 import { MetricsModule } from '@app/metrics';
 import { checkSchedules } from '@app/queue';
 import { pingRedis } from '@app/redis';
+import { type Tracing, TracingModule } from '@app/tracing';
 import { DemoModule } from './demo/demo.module';
 import { ProblemFilter } from './http/problem.filter';
 import { JobTypesController } from './job-types/job-types.controller';
 import { Backlog } from './jobs/backlog';
+import { ConnectionMetrics } from './jobs/connection.metrics';
 import { JobEvents } from './jobs/job-events';
 import { JobStore } from './jobs/job-store';
 import { JobsController } from './jobs/jobs.controller';
@@ -22,19 +24,27 @@ import { QueueMetrics } from './jobs/queue.metrics';
 import { QUEUE_REDIS, QueueCloser, queueProviders } from './jobs/queue.providers';
 import { ScheduleRegistrar } from './schedules/schedule-registrar';
 import { SchedulesController } from './schedules/schedules.controller';
+import { SubmissionMetrics } from './jobs/submission.metrics';
 import { AccessMiddleware } from './security/access.middleware';
 import { webhookProviders } from './webhooks/webhooks.providers';
 
 /** The HTTP API: validates, enqueues, reads and cancels jobs. Its event loop only does I/O. */
 @Module({})
 export class ApiModule implements NestModule {
-  static forRoot(config: Config, logger: Logger): DynamicModule {
+  static forRoot(config: Config, logger: Logger, tracing?: Tracing): DynamicModule {
     const registry = JobRegistry.forConfig(config);
     // why here: a cron expression BullMQ cannot parse stops start-up with its message, before Nest starts.
     checkSchedules(registry);
     return {
       module: ApiModule,
-      imports: [ConfigModule.forRoot(config), LoggingModule.forRoot(logger), CacheModule, MetricsModule, ...(config.demo ? [DemoModule] : [])],
+      imports: [
+        ConfigModule.forRoot(config),
+        LoggingModule.forRoot(logger),
+        TracingModule.forRoot(tracing),
+        CacheModule,
+        MetricsModule,
+        ...(config.demo ? [DemoModule] : []),
+      ],
       controllers: [JobsController, JobTypesController, SchedulesController, HealthController],
       providers: [
         { provide: APP_FILTER, useClass: ProblemFilter },
@@ -49,6 +59,8 @@ export class ApiModule implements NestModule {
         QueueMetrics,
         ScheduleRegistrar,
         ...webhookProviders,
+        SubmissionMetrics,
+        ConnectionMetrics,
         {
           provide: HEALTH_INDICATORS,
           inject: [QUEUE_REDIS, CACHE_REDIS],

@@ -1,11 +1,14 @@
 import 'reflect-metadata';
 import { NestFactory } from '@nestjs/core';
 import { NestFastifyApplication } from '@nestjs/platform-fastify';
+import { Registry } from 'prom-client';
 import { loadConfig } from '@app/config';
 import { Lifecycle } from '@app/health';
 import { JobRegistry } from '@app/jobs';
-import { createLogger, NestPinoLogger, registerRequestLog } from '@app/logging';
+import { createLogger, NestPinoLogger, QUIET_PATHS, registerRequestLog } from '@app/logging';
+import { registerHttpMetrics } from '@app/metrics';
 import { watchEvictionPolicy } from '@app/redis';
+import { startTracing } from '@app/tracing';
 import { registerAdminAccess } from './admin/admin-access';
 import { ApiModule } from './api.module';
 import { serveApiDocs } from './docs/api-docs';
@@ -23,14 +26,18 @@ async function bootstrap(): Promise<void> {
   const config = loadConfig(process.env, 'api');
   const pino = createLogger(config, 'api');
   const logger = new NestPinoLogger(pino);
-  const app = await NestFactory.create<NestFastifyApplication>(ApiModule.forRoot(config, pino), createAdapter(config), {
+  const tracing = startTracing(config, 'api', pino);
+  const app = await NestFactory.create<NestFastifyApplication>(ApiModule.forRoot(config, pino, tracing), createAdapter(config), {
     logger,
     bodyParser: false,
   });
   const lifecycle = app.get(Lifecycle);
   const fastify = app.getHttpAdapter().getInstance();
+  // why first: the request's span starts before the other hooks run.
+  tracing?.traceHttp(fastify, QUIET_PATHS);
   configureFastify(fastify, config, lifecycle);
   registerRequestLog(fastify, pino);
+  registerHttpMetrics(fastify, app.get(Registry));
   registerAdminAccess(fastify, config);
   if (config.apiDocs) serveApiDocs(app, app.get(JobRegistry));
   if (config.queueDashboard) {
@@ -48,6 +55,7 @@ async function bootstrap(): Promise<void> {
       process.exit(1);
     }, config.shutdownTimeoutMs).unref();
     await app.close();
+    await tracing?.shutdown();
     logger.log('HTTP server and Redis connections closed; exiting', 'Shutdown');
     process.exit(0);
   };
@@ -55,7 +63,8 @@ async function bootstrap(): Promise<void> {
   await app.listen(config.port, config.host);
   const types = app.get(JobRegistry).list().map((d) => `${d.name}@${d.version}`);
   const auth = config.apiKeys.length > 0 ? `${config.apiKeys.length} API key(s)` : 'no authentication';
-  logger.log(`API listening on ${await app.getUrl()} (${auth}) with job types ${types.join(', ')}`, 'Bootstrap');
+  const traces = tracing ? `; traces to ${config.otel.endpoint}` : '';
+  logger.log(`API listening on ${await app.getUrl()} (${auth}) with job types ${types.join(', ')}${traces}`, 'Bootstrap');
 }
 
 bootstrap().catch((error: unknown) => {

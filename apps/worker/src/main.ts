@@ -5,7 +5,10 @@ import { loadConfig } from '@app/config';
 import { Lifecycle } from '@app/health';
 import { JobRegistry, knownVersions } from '@app/jobs';
 import { createLogger, NestPinoLogger } from '@app/logging';
+import { registerHttpMetrics } from '@app/metrics';
 import { watchEvictionPolicy } from '@app/redis';
+import { startTracing } from '@app/tracing';
+import { Registry } from 'prom-client';
 import { JobProcessor } from './processor/job-processor';
 import { WORKER_REDIS } from './processor/worker-redis';
 import { WORKER_QUEUES } from './processor/worker-queues';
@@ -25,10 +28,12 @@ async function bootstrap(): Promise<void> {
   const config = loadConfig(process.env, 'worker');
   const pino = createLogger(config, 'worker');
   const logger = new NestPinoLogger(pino);
-  const app = await NestFactory.create<NestFastifyApplication>(WorkerModule.forRoot(config, pino), new FastifyAdapter(), {
+  const tracing = startTracing(config, 'worker', pino);
+  const app = await NestFactory.create<NestFastifyApplication>(WorkerModule.forRoot(config, pino, tracing), new FastifyAdapter(), {
     logger,
     bodyParser: false,
   });
+  registerHttpMetrics(app.getHttpAdapter().getInstance(), app.get(Registry));
 
   const lifecycle = app.get(Lifecycle);
   const processor = app.get(JobProcessor);
@@ -43,6 +48,7 @@ async function bootstrap(): Promise<void> {
     }, config.shutdownTimeoutMs + HAND_BACK_GRACE_MS).unref();
     await processor.drain(config.shutdownTimeoutMs);
     await app.close();
+    await tracing?.shutdown();
     clearTimeout(giveUp);
     logger.log('worker stopped cleanly', 'Shutdown');
     process.exit(0);
@@ -55,7 +61,11 @@ async function bootstrap(): Promise<void> {
     .list()
     .filter((d) => queues.includes(d.queue))
     .map((d) => `${d.name}@${knownVersions(d).join('+')}`);
-  logger.log(`worker consuming queues ${queues.join(', ')} with ${config.workerThreads} threads; probes on ${await app.getUrl()}; job types ${types.join(', ')}`, 'Bootstrap');
+  const traces = tracing ? `; traces to ${config.otel.endpoint}` : '';
+  logger.log(
+    `worker consuming queues ${queues.join(', ')} with ${config.workerThreads} threads; probes on ${await app.getUrl()}; job types ${types.join(', ')}${traces}`,
+    'Bootstrap',
+  );
 }
 
 bootstrap().catch((error: unknown) => {

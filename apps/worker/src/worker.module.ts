@@ -8,8 +8,10 @@ import { type Logger, LoggingModule } from '@app/logging';
 import { MetricsModule } from '@app/metrics';
 import { checkSchedules } from '@app/queue';
 import { closeRedis, createRedis, pingRedis } from '@app/redis';
+import { type Tracing, TracingModule } from '@app/tracing';
 import { JobPool } from './pool/job-pool';
 import { CancelListener } from './processor/cancel.listener';
+import { ConnectionMetrics } from './processor/connection.metrics';
 import { FanOut } from './processor/fan-out';
 import { JobProcessor } from './processor/job-processor';
 import { WORKER_REDIS } from './processor/worker-redis';
@@ -33,7 +35,7 @@ class WorkerRedisCloser implements OnApplicationShutdown {
 /** The BullMQ consumer: takes jobs from Redis and runs them on the piscina pool. Serves probes and metrics. */
 @Module({})
 export class WorkerModule {
-  static forRoot(config: Config, logger: Logger): DynamicModule {
+  static forRoot(config: Config, logger: Logger, tracing?: Tracing): DynamicModule {
     // why here, not in a provider: a bad WORKER_QUEUES stops start-up with its message, before Nest starts.
     const registry = JobRegistry.forConfig(config);
     const queues = selectQueues(registry, config.workerQueues);
@@ -41,7 +43,7 @@ export class WorkerModule {
     checkSchedules(registry);
     return {
       module: WorkerModule,
-      imports: [ConfigModule.forRoot(config), LoggingModule.forRoot(logger), CacheModule, MetricsModule],
+      imports: [ConfigModule.forRoot(config), LoggingModule.forRoot(logger), TracingModule.forRoot(tracing), CacheModule, MetricsModule],
       controllers: [HealthController],
       providers: [
         { provide: JobRegistry, useValue: registry },
@@ -54,6 +56,7 @@ export class WorkerModule {
         FanOut,
         JobProcessor,
         CancelListener,
+        ConnectionMetrics,
         {
           provide: HEALTH_INDICATORS,
           inject: [WORKER_REDIS, JobPool, JobProcessor],

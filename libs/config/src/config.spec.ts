@@ -145,3 +145,38 @@ describe('loadConfig security settings', () => {
     });
   });
 });
+
+describe('loadConfig tracing settings', () => {
+  it('is off without an endpoint', () => {
+    expect(loadConfig({}).otel).toEqual({ endpoint: undefined, headers: {}, serviceName: undefined, sampleRatio: 1 });
+  });
+
+  it('reads the standard OpenTelemetry variables', () => {
+    const config = loadConfig({
+      OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318',
+      OTEL_EXPORTER_OTLP_HEADERS: 'api-key=abc%3D%3D, x-team = core',
+      OTEL_SERVICE_NAME: 'jobs-api',
+    });
+    expect(config.otel).toEqual({ endpoint: 'http://collector:4318', headers: { 'api-key': 'abc==', 'x-team': 'core' }, serviceName: 'jobs-api', sampleRatio: 1 });
+  });
+
+  it('samples a ratio of requests only with the parent-based trace-id-ratio sampler', () => {
+    expect(loadConfig({ OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.25' }).otel.sampleRatio).toBe(0.25);
+    expect(loadConfig({ OTEL_TRACES_SAMPLER: 'parentbased_traceidratio' }).otel.sampleRatio).toBe(1);
+    expect(loadConfig({ OTEL_TRACES_SAMPLER_ARG: '0.25' }).otel.sampleRatio).toBe(1);
+  });
+
+  it.each([
+    ['OTEL_EXPORTER_OTLP_ENDPOINT', 'collector:4318'],
+    ['OTEL_EXPORTER_OTLP_ENDPOINT', 'grpc://collector:4317'],
+    ['OTEL_EXPORTER_OTLP_HEADERS', 'no-value'],
+    ['OTEL_TRACES_SAMPLER', 'always_on'],
+    ['OTEL_TRACES_SAMPLER_ARG', '1.5'],
+  ])('refuses %s=%s', (name, value) => {
+    expect(() => loadConfig({ [name]: value })).toThrow(new RegExp(`${name}: `));
+  });
+
+  it('does not echo the exporter headers, which carry credentials', () => {
+    expect(() => loadConfig({ OTEL_EXPORTER_OTLP_HEADERS: 'secret-token' })).toThrow(/value hidden/);
+  });
+});

@@ -53,6 +53,27 @@ const apiKeys = z
     }),
   );
 
+// OTLP/HTTP base URL, as the OpenTelemetry specification defines OTEL_EXPORTER_OTLP_ENDPOINT.
+const otlpEndpoint = z
+  .string()
+  .trim()
+  .refine((v) => URL.canParse(v) && /^https?:$/.test(new URL(v).protocol), 'must be an http:// or https:// URL (the OTLP/HTTP receiver, e.g. http://otel-collector:4318)');
+
+// `key=value,key=value`, values URL-encoded (the OpenTelemetry specification's format).
+const otlpHeaders = z
+  .string()
+  .transform((v) => v.split(',').map((pair) => pair.trim()).filter(Boolean))
+  .pipe(z.array(z.string().regex(/^[\w.-]+\s*=.+/, 'must be comma-separated key=value pairs')))
+  .transform((pairs) => Object.fromEntries(pairs.map((pair) => [pair.slice(0, pair.indexOf('=')).trim(), decodeOr(pair.slice(pair.indexOf('=') + 1).trim())])));
+
+function decodeOr(value: string): string {
+  try {
+    return decodeURIComponent(value);
+  } catch {
+    return value;
+  }
+}
+
 // Queue names as job types declare them (see QUEUE_NAME in libs/jobs); which exist is checked at start.
 const queueList = z
   .string()
@@ -132,6 +153,16 @@ const schema = z.object({
   WEBHOOK_MAX_ATTEMPTS: int(1, 100).default(12),
   WEBHOOK_BACKOFF_MS: int(10, 3_600_000).default(5000),
   WEBHOOK_TIMEOUT_MS: int(100, 120_000).default(15_000),
+  OTEL_EXPORTER_OTLP_ENDPOINT: otlpEndpoint.optional(),
+  OTEL_EXPORTER_OTLP_HEADERS: otlpHeaders.optional(),
+  OTEL_SERVICE_NAME: z.string().trim().min(1).max(255).optional(),
+  OTEL_TRACES_SAMPLER: z.enum(['parentbased_always_on', 'parentbased_traceidratio']).default('parentbased_always_on'),
+  OTEL_TRACES_SAMPLER_ARG: z
+    .string()
+    .trim()
+    .regex(/^(0(\.\d+)?|1(\.0+)?)$/, 'must be a ratio from 0 to 1')
+    .transform(Number)
+    .optional(),
 });
 
 /** A host webhooks may call (see WEBHOOK_ALLOWED_HOSTS); without a port, the scheme's default port. */
@@ -210,10 +241,20 @@ export interface Config {
   readonly queueDashboardReadOnly: boolean;
   /** Signed callbacks on completion (Callback-Url); undefined means off. */
   readonly webhooks?: WebhookConfig;
+  /** Tracing: on when the OTLP/HTTP endpoint is set (spans go to `<endpoint>/v1/traces`). */
+  readonly otel: {
+    readonly endpoint?: string;
+    /** Sent with every export (e.g. a vendor's API key). */
+    readonly headers: Readonly<Record<string, string>>;
+    /** service.name; undefined means nest-offload-api or nest-offload-worker. */
+    readonly serviceName?: string;
+    /** Share of requests (root spans) traced; a trace's other spans follow its root's decision. */
+    readonly sampleRatio: number;
+  };
 }
 
 /** Variables whose values may hold credentials: never echoed in error messages. */
-const SECRET = new Set(['REDIS_URL', 'CACHE_REDIS_URL', 'API_KEYS', 'WEBHOOK_SECRET']);
+const SECRET = new Set(['REDIS_URL', 'CACHE_REDIS_URL', 'API_KEYS', 'OTEL_EXPORTER_OTLP_HEADERS', 'WEBHOOK_SECRET']);
 
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
@@ -309,5 +350,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, app?: 'api' | '
             timeoutMs: e.WEBHOOK_TIMEOUT_MS,
           })
         : undefined,
+    otel: Object.freeze({
+      endpoint: e.OTEL_EXPORTER_OTLP_ENDPOINT,
+      headers: Object.freeze(e.OTEL_EXPORTER_OTLP_HEADERS ?? {}),
+      serviceName: e.OTEL_SERVICE_NAME,
+      sampleRatio: e.OTEL_TRACES_SAMPLER === 'parentbased_traceidratio' ? (e.OTEL_TRACES_SAMPLER_ARG ?? 1) : 1,
+    }),
   });
 }

@@ -8,11 +8,12 @@ import { defineJob } from './define-job';
 export const chaos = defineJob({
   name: 'chaos',
   version: 1,
-  description: 'Test and drill job: ok, spin (busy for ms), throw, flaky (fails its first attempt), exit, hang, leak.',
+  description: 'Test and drill job: ok, spin (busy for ms), throw, flaky (fails its first attempt), exit, hang, leak; first writes `lines` log lines.',
   input: z.strictObject({
     mode: z.enum(['ok', 'spin', 'throw', 'flaky', 'exit', 'hang', 'leak']),
     ms: z.int().min(0).max(600_000).default(0),
     tag: z.string().max(64).optional(),
+    lines: z.int().min(0).max(1_000_000).default(0),
   }),
   output: z.object({ mode: z.string(), attempt: z.number(), ms: z.number() }),
   examples: [{ mode: 'spin', ms: 200 }],
@@ -21,7 +22,8 @@ export const chaos = defineJob({
   retry: { attempts: 2, backoffMs: 100 },
   // why: a drill yields to real work in its queue (BullMQ takes jobs without a priority first).
   priority: 100,
-  run: ({ mode, ms }, ctx) => {
+  run: ({ mode, ms, tag, lines }, ctx) => {
+    for (let line = 1; line <= lines; line++) ctx.log.info({ line, tag }, 'chaos: a log line from the job');
     switch (mode) {
       case 'throw':
         throw new Error('chaos: thrown on purpose');

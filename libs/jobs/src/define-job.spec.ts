@@ -1,11 +1,11 @@
 import { z } from 'zod';
 import { defineFanOut, MAX_CHUNKS } from './define-fan-out';
-import { DEFAULT_QUEUE, defineJob, knownVersions, previousVersion, runnerOf } from './define-job';
+import { DEFAULT_QUEUE, defineJob, knownVersions, previousVersion, runnerOf, SILENT_LOG } from './define-job';
 import { parallelSum, ranges } from './parallel-sum.job';
 import { JobRegistry } from './registry';
 import { sumRange, sumRangeJob } from './sum-range.job';
 
-const ctx = { attempt: 1, progress: () => undefined };
+const ctx = { attempt: 1, progress: () => undefined, log: SILENT_LOG };
 const base = { version: 3, description: '', input: z.strictObject({ n: z.int() }), output: z.unknown(), timeoutMs: 1, cacheTtlSeconds: 0 };
 
 describe('defineJob: queues, priorities and versions', () => {

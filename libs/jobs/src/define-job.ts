@@ -6,7 +6,32 @@ export interface JobContext {
   readonly attempt: number;
   /** Reports progress (a percentage, 0-100) to whoever watches the job. Cheap; call it every ~100 ms. */
   progress(percent: number): void;
+  /**
+   * Writes to the worker's log, pino style (`ctx.log.info({ rows }, 'parsed')`), with the job id,
+   * request id, type, attempt and thread id added. Rate-limited per run (a burst of 50 lines, then
+   * 10 a second); dropped lines are counted in a `job log lines dropped` line. Below LOG_LEVEL a
+   * call does nothing.
+   */
+  readonly log: JobLogger;
 }
+
+/** A log call: a message, or fields (JSON-serializable; an `err` Error keeps its message and stack) and a message. */
+export interface JobLogFn {
+  (msg: string): void;
+  (fields: Record<string, unknown>, msg?: string): void;
+}
+
+export interface JobLogger {
+  readonly trace: JobLogFn;
+  readonly debug: JobLogFn;
+  readonly info: JobLogFn;
+  readonly warn: JobLogFn;
+  readonly error: JobLogFn;
+}
+
+const ignore = () => undefined;
+/** A JobLogger that writes nothing: for running `run` outside a worker (tests, baselines). */
+export const SILENT_LOG: JobLogger = Object.freeze({ trace: ignore, debug: ignore, info: ignore, warn: ignore, error: ignore });
 
 export interface RetryPolicy {
   /** Total attempts, the first included. Timeouts, cancellations and bad input never retry. */

@@ -1,6 +1,6 @@
 import { pbkdf2Sync } from 'node:crypto';
 import { canonicalJson, contentKey } from './content-key';
-import { defineJob } from './define-job';
+import { defineJob, SILENT_LOG } from './define-job';
 import { fibonacci } from './fibonacci.job';
 import { formatFailure, JobFailureCode, parseFailure } from './job-failure';
 import { pbkdf2 } from './pbkdf2.job';
@@ -9,7 +9,7 @@ import { sort } from './sort.job';
 import { sum, sumTo } from './sum.job';
 import { z } from 'zod';
 
-const ctx = { attempt: 1, progress: () => undefined };
+const ctx = { attempt: 1, progress: () => undefined, log: SILENT_LOG };
 
 describe('job types', () => {
   it('fibonacci computes the sequence', () => {

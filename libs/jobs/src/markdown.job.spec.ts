@@ -1,7 +1,8 @@
 import fc from 'fast-check';
+import { SILENT_LOG } from './define-job';
 import { markdown, MARKDOWN_MAX_CHARS, renderMarkdown } from './markdown.job';
 
-const ctx = { attempt: 1, progress: () => undefined };
+const ctx = { attempt: 1, progress: () => undefined, log: SILENT_LOG };
 
 /** The tags markdown-it emits for CommonMark (html off, linkify on), and the attributes it gives them. */
 const TAGS = new Set(['p', 'em', 'strong', 'a', 'img', 'code', 'pre', 'h1', 'h2', 'h3', 'h4', 'h5', 'h6', 'ul', 'ol', 'li', 'blockquote', 'hr', 'br', 's', 'table', 'thead', 'tbody', 'tr', 'th', 'td']);

@@ -37,5 +37,11 @@ export const sum = defineJob({
   queue: 'heavy',
   timeoutMs: 60_000,
   cacheTtlSeconds: 3600,
-  run: ({ n }, ctx) => sumTo(n, (p) => ctx.progress(p)).toString(),
+  run: ({ n }, ctx) => {
+    const started = Date.now();
+    const total = sumTo(n, (p) => ctx.progress(p));
+    // One line for long runs only (10^9 and up take seconds): routine jobs stay quiet.
+    if (n >= 1e9) ctx.log.info({ ms: Date.now() - started }, 'summed a long range');
+    return total.toString();
+  },
 });

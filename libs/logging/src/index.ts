@@ -2,5 +2,5 @@ export { createLogger, REDACTED_PATHS } from './logger';
 export type { Logger } from './logger';
 export { LOGGER, LoggingModule } from './logging.module';
 export { NestPinoLogger } from './nest-logger';
-export { registerRequestLog } from './request-log';
+export { QUIET_PATHS, registerRequestLog } from './request-log';
 export { requestIdFrom } from './request-id';

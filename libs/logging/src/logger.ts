@@ -12,6 +12,7 @@ export const REDACTED_PATHS = [
   'cacheRedisUrl',
   '*.redisUrl',
   '*.cacheRedisUrl',
+  'otel.headers',
 ];
 
 /** The process's one pino logger: JSON lines on stdout, `name` saying which app wrote them. */

@@ -1,7 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 
-const QUIET_PATHS = /^\/(health\/|metrics$)/;
+/** Probes and metrics scrapes: no request log line, no trace. */
+export const QUIET_PATHS = /^\/(health\/|metrics$)/;
 
 /**
  * One log line per HTTP request, when it is answered: request id, method, URL, status and time.

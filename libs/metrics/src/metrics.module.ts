@@ -1,6 +1,6 @@
 import { Controller, Get, Global, Header, Module } from '@nestjs/common';
 import { collectDefaultMetrics, Registry } from 'prom-client';
-import { METRIC_PREFIX } from './metric-prefix';
+import { METRIC_PREFIX } from './metric-names';
 
 /** Prometheus metrics of one process at GET /metrics: Node's defaults (event-loop lag, heap, GC) and the app's own. */
 @Controller('metrics')

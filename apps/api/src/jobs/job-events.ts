@@ -39,6 +39,11 @@ export class JobEvents implements OnModuleInit, OnApplicationShutdown {
     });
   }
 
+  /** The Redis connections of the event readers, one per queue (for the connection metric). */
+  get connections(): IORedis[] {
+    return this.readers.map(({ connection }) => connection);
+  }
+
   onModuleInit(): void {
     for (const { events } of this.readers) this.listen(events);
   }

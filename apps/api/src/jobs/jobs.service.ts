@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import type IORedis from 'ioredis';
-import { ResultCache } from '@app/cache';
+import { type CachedResult, ResultCache } from '@app/cache';
 import { CONFIG, type Config } from '@app/config';
 import { Lifecycle } from '@app/health';
 import { canonicalJson, contentKey, JobDefinition, JobRegistry } from '@app/jobs';
@@ -9,14 +9,20 @@ import { JobData, queueKeys, stopChildren } from '@app/queue';
 import { ApiError, FieldError } from '../http/api-error';
 import { ServerTiming } from '../http/server-timing';
 import { Backlog } from './backlog';
-import { JobEvents } from './job-events';
+import { JobEvents, type JobWatch } from './job-events';
 import { JobStore } from './job-store';
 import { isFinal, JobView, viewOfCached, viewOfCancelled, viewOfJob } from './job-view';
 import { JobQueues, type JobsQueue, QUEUE_REDIS } from './queue.providers';
+import { SubmissionMetrics } from './submission.metrics';
 
 const QUEUED_STATES = new Set(['waiting', 'prioritized', 'delayed']);
 /** How long DELETE waits for a running job to be aborted by its worker before answering 202. */
 const CANCEL_CONFIRM_MS = 3000;
+
+type Admission =
+  | { outcome: 'cached'; view: JobView }
+  | { outcome: 'joined'; id: string; queue: JobsQueue }
+  | { outcome: 'queued'; id: string; queue: JobsQueue; queued: JobView; watch?: JobWatch };
 
 export interface SubmitOptions {
   waitSeconds: number;
@@ -38,6 +44,7 @@ export class JobsService {
     private readonly backlog: Backlog,
     private readonly events: JobEvents,
     private readonly lifecycle: Lifecycle,
+    private readonly metrics: SubmissionMetrics,
     @Inject(CONFIG) private readonly config: Config,
   ) {
     this.keys = queueKeys(config.redisPrefix);
@@ -50,16 +57,45 @@ export class JobsService {
   async submit(type: string, body: unknown, { waitSeconds, requestId, timing }: SubmitOptions): Promise<JobView> {
     const def = this.registry.get(type);
     if (!def) throw new ApiError('UNKNOWN_JOB_TYPE', `No job type named "${type}"; GET /v1/job-types lists them`);
+    let admission: Admission;
+    try {
+      admission = await this.admit(def, body, waitSeconds, requestId, timing);
+    } catch (error) {
+      this.metrics.submission(def.name, 'rejected');
+      throw error;
+    }
+    this.metrics.submission(def.name, admission.outcome);
+    switch (admission.outcome) {
+      case 'cached':
+        return admission.view;
+      case 'joined':
+        return waitSeconds > 0 ? this.waitUntilFinal(admission.id, waitSeconds * 1000, timing, admission.queue) : this.get(admission.id, undefined, admission.queue);
+      case 'queued': {
+        const { id, queue, queued, watch } = admission;
+        if (!watch) return queued;
+        const view = await watch.until(waitSeconds * 1000, (state) => this.get(id, state, queue), isFinal, queued);
+        timing?.mark('wait');
+        return view;
+      }
+    }
+  }
+
+  /** Validation, the cache, admission control and the add: what a submission becomes. */
+  private async admit(def: JobDefinition, body: unknown, waitSeconds: number, requestId?: string, timing?: ServerTiming): Promise<Admission> {
     if (this.lifecycle.shuttingDown) throw new ApiError('SHUTTING_DOWN', 'This replica is shutting down', { retryAfterSeconds: 1 });
     const inputJson = canonicalJson(this.validate(def, body));
     const key = contentKey(def, inputJson);
     timing?.mark('validate');
     this.assertRedisUp();
 
-    // why: the cache may be a separate Redis; when it is away, the job simply runs again.
-    const cached = def.cacheTtlSeconds > 0 ? await this.cache.get(key).catch(() => undefined) : undefined;
+    let cached: CachedResult | null | undefined;
+    if (def.cacheTtlSeconds > 0) {
+      // why: the cache may be a separate Redis; when it is away (null), the job simply runs again.
+      cached = await this.cache.get(key).catch(() => null);
+      this.metrics.cacheLookup(def.name, cached ? 'hit' : cached === null ? 'error' : 'miss');
+    }
     timing?.mark('cache');
-    if (cached) return viewOfCached(cached);
+    if (cached) return { outcome: 'cached', view: viewOfCached(cached) };
     const queue = this.queues.get(def.queue);
     const backlog = await this.backlog.waiting(queue);
     if (backlog >= this.config.maxBacklog) {
@@ -89,16 +125,13 @@ export class JobsService {
       });
     timing?.mark('enqueue');
     const id = job.id!;
-    const queued: JobView = { id, type: def.name, status: 'queued', attempts: 0, createdAt: new Date(job.timestamp).toISOString() };
     if (id !== newId) {
       // Joined an identical job already queued or running (or just finished).
       watch?.close();
-      return waitSeconds > 0 ? this.waitUntilFinal(id, waitSeconds * 1000, timing, queue) : this.get(id, undefined, queue);
+      return { outcome: 'joined', id, queue };
     }
-    if (!watch) return queued;
-    const view = await watch.until(waitSeconds * 1000, (state) => this.get(id, state, queue), isFinal, queued);
-    timing?.mark('wait');
-    return view;
+    const queued: JobView = { id, type: def.name, status: 'queued', attempts: 0, createdAt: new Date(job.timestamp).toISOString() };
+    return { outcome: 'queued', id, queue, queued, watch };
   }
 
   /**

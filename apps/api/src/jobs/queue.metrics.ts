@@ -1,13 +1,13 @@
 import { Injectable } from '@nestjs/common';
 import { Gauge, Registry } from 'prom-client';
-import { METRIC_PREFIX } from '@app/metrics';
+import { METRICS } from '@app/metrics';
 import { JobQueues } from './queue.providers';
 
 const STATES = ['waiting', 'prioritized', 'delayed', 'waiting-children', 'active', 'failed', 'completed'] as const;
 
 /** Names KEDA's ScaledObjects read (docker/kubernetes); test/deploy.e2e-spec.ts checks them against these. */
-export const QUEUE_JOBS_METRIC = `${METRIC_PREFIX}queue_jobs`;
-export const QUEUE_BACKLOG_METRIC = `${METRIC_PREFIX}queue_backlog`;
+export const QUEUE_JOBS_METRIC = METRICS.queueJobs;
+export const QUEUE_BACKLOG_METRIC = METRICS.queueBacklog;
 /** The states counted in QUEUE_BACKLOG_METRIC. */
 export const BACKLOG_STATES = ['waiting', 'prioritized', 'active'] as const satisfies readonly (typeof STATES)[number][];
 
@@ -33,7 +33,7 @@ export class QueueMetrics {
       return counts;
     };
     new Gauge({
-      name: QUEUE_JOBS_METRIC,
+      name: METRICS.queueJobs,
       help: 'Jobs in each queue by state (waiting + prioritized is the backlog workers have not picked up)',
       labelNames: ['queue', 'state'],
       registers: [registry],
@@ -43,7 +43,7 @@ export class QueueMetrics {
       },
     });
     new Gauge({
-      name: QUEUE_BACKLOG_METRIC,
+      name: METRICS.queueBacklog,
       help: "Jobs a queue's workers must run or are running: waiting + prioritized + active (scale workers on this)",
       labelNames: ['queue'],
       registers: [registry],

@@ -5,6 +5,7 @@ import { CONFIG, type Config } from '@app/config';
 import { JobRegistry } from '@app/jobs';
 import { JobData, queuePrefix } from '@app/queue';
 import { closeRedis, createRedis } from '@app/redis';
+import { type Tracing, TRACING } from '@app/tracing';
 
 /** Injection token of the API's queue-Redis connection (fail-fast: see RedisRole). */
 export const QUEUE_REDIS = Symbol('QUEUE_REDIS');
@@ -22,9 +23,15 @@ export class JobQueues {
     registry: JobRegistry,
     private readonly redis: IORedis,
     config: Config,
+    tracing?: Tracing | null,
   ) {
     for (const name of registry.queues()) {
-      const queue = new Queue<JobData, unknown, string>(name, { connection: redis, prefix: queuePrefix(config.redisPrefix, name) });
+      const queue = new Queue<JobData, unknown, string>(name, {
+        connection: redis,
+        prefix: queuePrefix(config.redisPrefix, name),
+        // why: BullMQ's producer span, and the trace context it stores in the job for the worker.
+        telemetry: tracing?.telemetry,
+      });
       // why: failures reach callers through rejected commands (→ 503) and readiness; nothing to add here.
       this.byName.set(name, queue.on('error', () => undefined));
     }
@@ -66,8 +73,8 @@ export const queueProviders: Provider[] = [
   },
   {
     provide: JobQueues,
-    inject: [JobRegistry, QUEUE_REDIS, CONFIG],
-    useFactory: (registry: JobRegistry, redis: IORedis, config: Config) => new JobQueues(registry, redis, config),
+    inject: [JobRegistry, QUEUE_REDIS, CONFIG, TRACING],
+    useFactory: (registry: JobRegistry, redis: IORedis, config: Config, tracing: Tracing | null) => new JobQueues(registry, redis, config, tracing),
   },
 ];
 

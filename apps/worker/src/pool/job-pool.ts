@@ -1,12 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { BroadcastChannel } from 'node:worker_threads';
-import { Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Injectable, OnApplicationShutdown, Optional } from '@nestjs/common';
 import Piscina from 'piscina';
 import { CONFIG, type Config } from '@app/config';
 import { CodedJobError, JobFailureCode } from '@app/jobs';
 import { type Logger, LOGGER } from '@app/logging';
-import type { ProgressMessage, ThreadData, ThreadResult, ThreadStep, ThreadTask } from './thread-protocol';
+import { SPAN_ATTRIBUTES, type SpanAttributeValue, type Tracing, TRACING } from '@app/tracing';
+import { LOG_BURST, LOG_LEVELS, LOG_PER_SECOND, type LogLevelName } from './thread-log';
+import type { ChannelMessage, LogMessage, ThreadData, ThreadResult, ThreadStep, ThreadTask } from './thread-protocol';
+import { nowMs, startSpan } from './thread-span';
 
 export interface RunOptions {
   attempt: number;
@@ -17,6 +20,28 @@ export interface RunOptions {
   /** Aborting terminates the thread running the job; `run` then rejects with `signal.reason`. */
   signal: AbortSignal;
   onProgress(percent: number): void;
+  /** The logger the job's `ctx.log` lines go to, made on the first line. Without it they are dropped. */
+  log?: () => Logger;
+  /** With tracing on: attributes of the task's span (job id, request id). */
+  spanAttributes?: Record<string, SpanAttributeValue | undefined>;
+}
+
+/** Why a pool thread was terminated and replaced (nest_offload_pool_thread_replacements_total). */
+export const REPLACEMENT_REASONS = ['timeout', 'cancelled', 'crash', 'out_of_memory'] as const;
+export type ReplacementReason = (typeof REPLACEMENT_REASONS)[number];
+
+/** Keys of a job's log line that the worker sets; a job's own fields cannot overwrite them. */
+const RESERVED_FIELDS = ['level', 'time', 'pid', 'hostname', 'name', 'msg', 'context', 'jobId', 'requestId', 'type', 'attempt', 'threadId'];
+const LEVEL_NAMES = new Map<number, LogLevelName>(Object.entries(LOG_LEVELS).map(([name, value]) => [value, name as LogLevelName]));
+/** How long a finished task's log lines may still be in flight before its sink is dropped anyway. */
+const LOG_LINGER_MS = 2000;
+const PINO_LEVELS: Record<Config['logLevel'], number> = { trace: 10, debug: 20, info: 30, warn: 40, error: 50, fatal: 60, silent: Infinity };
+
+interface LogSink {
+  make?: () => Logger;
+  logger?: Logger;
+  received: number;
+  expected?: number;
 }
 
 /**
@@ -26,18 +51,26 @@ export interface RunOptions {
 @Injectable()
 export class JobPool implements OnApplicationShutdown {
   private readonly pool: Piscina<ThreadTask, ThreadResult>;
-  private readonly progress: BroadcastChannel;
+  private readonly channel: BroadcastChannel;
   private readonly progressListeners = new Map<number, (percent: number) => void>();
+  private readonly logSinks = new Map<number, LogSink>();
+  private readonly replacedListeners: Array<(reason: ReplacementReason) => void> = [];
+  private readonly droppedListeners: Array<(lines: number) => void> = [];
   private nextTaskId = 0;
   private closed = false;
 
-  constructor(@Inject(CONFIG) config: Config, @Inject(LOGGER) logger: Logger) {
-    const workerData: ThreadData = { progressChannel: `nest-offload-progress-${randomUUID()}` };
-    this.progress = new BroadcastChannel(workerData.progressChannel);
-    this.progress.unref();
-    this.progress.onmessage = (event) => {
-      const { taskId, percent } = (event as { data: ProgressMessage }).data;
-      this.progressListeners.get(taskId)?.(percent);
+  constructor(
+    @Inject(CONFIG) config: Config,
+    @Inject(LOGGER) logger: Logger,
+    @Optional() @Inject(TRACING) private readonly tracing: Tracing | null = null,
+  ) {
+    const workerData: ThreadData = { progressChannel: `nest-offload-progress-${randomUUID()}`, logLevel: PINO_LEVELS[config.logLevel] ?? LOG_LEVELS.info };
+    this.channel = new BroadcastChannel(workerData.progressChannel);
+    this.channel.unref();
+    this.channel.onmessage = (event) => {
+      const message = (event as { data: ChannelMessage }).data;
+      if ('percent' in message) this.progressListeners.get(message.taskId)?.(message.percent);
+      else this.receiveLog(message);
     };
     this.pool = new Piscina({
       workerData,
@@ -59,17 +92,49 @@ export class JobPool implements OnApplicationShutdown {
   /** Runs version `version` of job type `name` on a pool thread. */
   async run(name: string, version: number, inputJson: string, options: RunOptions): Promise<unknown> {
     const taskId = ++this.nextTaskId;
+    const step = options.step ?? 'run';
+    const traceparent = this.tracing?.traceparent();
+    const task: ThreadTask = { step, taskId, name, version, inputJson, attempt: options.attempt, partsJson: options.partsJson };
+    if (traceparent) {
+      const attributes: Record<string, SpanAttributeValue | undefined> = {
+        ...options.spanAttributes,
+        [SPAN_ATTRIBUTES.jobType]: name,
+        [SPAN_ATTRIBUTES.jobAttempt]: options.attempt,
+        [SPAN_ATTRIBUTES.jobStep]: step,
+      };
+      task.trace = { traceparent, attributes: Object.fromEntries(Object.entries(attributes).filter((e): e is [string, SpanAttributeValue] => e[1] !== undefined)) };
+    }
+    const dispatchedMs = nowMs();
     this.progressListeners.set(taskId, options.onProgress);
+    this.logSinks.set(taskId, { make: options.log, received: 0 });
+    let result: ThreadResult | undefined;
     try {
-      const task: ThreadTask = { step: options.step ?? 'run', taskId, name, version, inputJson, attempt: options.attempt, partsJson: options.partsJson };
-      const result = await this.pool.run(task, { signal: options.signal });
+      result = await this.pool.run(task, { signal: options.signal });
+      if (result.span) this.tracing?.exportSpan(result.span);
       if (!result.ok) throw new CodedJobError(result.code, result.message);
       return result.value;
     } catch (error) {
-      throw this.explain(error, options.signal);
+      const explained = this.explain(error, options.signal);
+      // The thread was terminated or died: its span never came back, so the attempt gets one from here.
+      if (task.trace && !result) {
+        const span = startSpan(task.trace.traceparent, `${step} ${name}`, task.trace.attributes, dispatchedMs);
+        if (span) this.tracing!.exportSpan(span.end(explained instanceof Error ? explained.message : String(explained)));
+      }
+      throw explained;
     } finally {
       this.progressListeners.delete(taskId);
+      this.settleLog(taskId, result?.posted);
     }
+  }
+
+  /** Calls `listener` each time a thread is terminated and replaced. */
+  onThreadReplaced(listener: (reason: ReplacementReason) => void): void {
+    this.replacedListeners.push(listener);
+  }
+
+  /** Calls `listener` with the count each time a job's log lines were dropped by the rate limit. */
+  onLogLinesDropped(listener: (lines: number) => void): void {
+    this.droppedListeners.push(listener);
   }
 
   get threads(): number {
@@ -87,16 +152,57 @@ export class JobPool implements OnApplicationShutdown {
   async onApplicationShutdown(): Promise<void> {
     this.closed = true;
     await this.pool.destroy();
-    this.progress.close();
+    this.channel.close();
+  }
+
+  /** Writes a job's log line (or its drop count) through the job's logger. */
+  private receiveLog(message: LogMessage): void {
+    const sink = this.logSinks.get(message.taskId);
+    if (!sink) return;
+    sink.received++;
+    if (sink.expected !== undefined && sink.received >= sink.expected) this.logSinks.delete(message.taskId);
+    if ('dropped' in message) for (const listener of this.droppedListeners) listener(message.dropped);
+    const logger = (sink.logger ??= sink.make?.());
+    if (!logger) return;
+    if ('dropped' in message) {
+      logger.warn({ threadId: message.threadId, dropped: message.dropped }, `job log lines dropped by the rate limit (${LOG_BURST} at once, then ${LOG_PER_SECOND}/s)`);
+      return;
+    }
+    const fields = message.fieldsJson ? (JSON.parse(message.fieldsJson) as Record<string, unknown>) : {};
+    for (const key of RESERVED_FIELDS) delete fields[key];
+    logger[LEVEL_NAMES.get(message.level) ?? 'info']({ ...fields, threadId: message.threadId }, message.msg);
+  }
+
+  /**
+   * Forgets a finished task's log sink once its lines have all arrived. why count: they travel on the
+   * channel, the result through piscina's port, and the two are not ordered with each other.
+   */
+  private settleLog(taskId: number, posted: number | undefined): void {
+    const sink = this.logSinks.get(taskId);
+    if (!sink) return;
+    sink.expected = posted;
+    if (posted !== undefined && sink.received >= posted) this.logSinks.delete(taskId);
+    else setTimeout(() => this.logSinks.get(taskId) === sink && this.logSinks.delete(taskId), LOG_LINGER_MS).unref();
   }
 
   private explain(error: unknown, signal: AbortSignal): unknown {
     if (error instanceof CodedJobError) return error;
-    if (signal.aborted) return signal.reason;
+    if (signal.aborted) {
+      this.replaced((signal.reason as { code?: string } | undefined)?.code === JobFailureCode.JOB_TIMEOUT ? 'timeout' : 'cancelled');
+      return signal.reason;
+    }
     const { code, message } = error as { code?: string; message?: string };
     if (code === 'ERR_WORKER_OUT_OF_MEMORY') {
+      this.replaced('out_of_memory');
       return new CodedJobError(JobFailureCode.JOB_OUT_OF_MEMORY, 'the job exceeded WORKER_MAX_MEMORY_MB; its thread was replaced');
     }
+    this.replaced('crash');
     return new CodedJobError(JobFailureCode.JOB_CRASHED, `the job's thread died (${message ?? String(error)}); it was replaced`);
+  }
+
+  private replaced(reason: ReplacementReason): void {
+    // why not while closing: destroying the pool ends every thread; none of them is replaced.
+    if (this.closed) return;
+    for (const listener of this.replacedListeners) listener(reason);
   }
 }

@@ -1,4 +1,5 @@
 import type { JobFailureCode } from '@app/jobs';
+import type { FinishedSpan, SpanAttributeValue } from '@app/tracing';
 
 /**
  * What a task does: `run` a job; or, for a fan-out job, `split` its input into its children's
@@ -15,7 +16,7 @@ export interface PlannedChild {
 /** What the worker's main thread sends a pool thread. */
 export interface ThreadTask {
   step: ThreadStep;
-  /** Tags this task's progress messages on the pool's progress channel. */
+  /** Tags this task's progress and log messages on the pool's channel. */
   taskId: number;
   name: string;
   /** The version the job was submitted for: its input schema and code run it. */
@@ -24,16 +25,31 @@ export interface ThreadTask {
   inputJson: string;
   attempt: number;
   partsJson?: string;
+  /** With tracing on: the parent of this task's span (W3C traceparent) and attributes for it. */
+  trace?: { traceparent: string; attributes: Record<string, SpanAttributeValue> };
 }
 
 /** What comes back. Errors travel as data: classes and their fields do not survive structured clone. */
-export type ThreadResult = { ok: true; value: unknown } | { ok: false; code: JobFailureCode; message: string };
+export type ThreadResult = ({ ok: true; value: unknown } | { ok: false; code: JobFailureCode; message: string }) & {
+  /** Messages this task posted on the channel (log lines and drop counts), so none is left behind. */
+  posted: number;
+  /** The task's span, when it was given a traceparent. */
+  span?: FinishedSpan;
+};
 
 /** A progress report on the pool's BroadcastChannel. */
 export interface ProgressMessage {
   taskId: number;
   percent: number;
 }
+
+/**
+ * A job's log line on the pool's BroadcastChannel (`fieldsJson`: its fields as JSON), or, with
+ * `dropped`, how many lines the rate limit dropped since the last such count.
+ */
+export type LogMessage = { taskId: number; threadId: number } & ({ level: number; msg: string; fieldsJson?: string } | { dropped: number });
+
+export type ChannelMessage = ProgressMessage | LogMessage;
 
 /** What every pool thread gets as piscina's workerData. */
 export interface ThreadData {
@@ -43,4 +59,6 @@ export interface ThreadData {
    * thread ran out of heap.
    */
   progressChannel: string;
+  /** The lowest pino level value a job's log line is sent at (LOG_LEVEL); below it, ctx.log does nothing. */
+  logLevel: number;
 }

@@ -1,17 +1,33 @@
-import { BroadcastChannel } from 'node:worker_threads';
+import { BroadcastChannel, threadId } from 'node:worker_threads';
 import { workerData } from 'piscina';
-import { allJobs, canonicalJson, contentKey, JobDefinition, JobFailureCode, JobRegistry, runnerOf } from '@app/jobs';
-import type { PlannedChild, ProgressMessage, ThreadData, ThreadResult, ThreadTask } from './thread-protocol';
+import { allJobs, canonicalJson, contentKey, JobDefinition, JobFailureCode, type JobLogger, JobRegistry, runnerOf } from '@app/jobs';
+import { TaskLog } from './thread-log';
+import type { ChannelMessage, PlannedChild, ProgressMessage, ThreadData, ThreadResult, ThreadTask } from './thread-protocol';
+import { startSpan } from './thread-span';
 
 /**
  * The piscina thread entry: runs one job's pure `run` function, off every event loop.
- * No Nest and no Redis here; the thread knows only the job registry.
+ * No Nest, no Redis and no OpenTelemetry here; the thread knows only the job registry.
  */
 const registry = new JobRegistry(allJobs);
-const progress = new BroadcastChannel((workerData as ThreadData).progressChannel);
-progress.unref();
+const { progressChannel, logLevel } = workerData as ThreadData;
+const channel = new BroadcastChannel(progressChannel);
+channel.unref();
+const post = (message: ChannelMessage) => channel.postMessage(message);
 
-export default async function runJob({ step, taskId, name, version, inputJson, attempt, partsJson }: ThreadTask): Promise<ThreadResult> {
+type Outcome = { ok: true; value: unknown } | { ok: false; code: JobFailureCode; message: string };
+
+export default async function runTask(task: ThreadTask): Promise<ThreadResult> {
+  // why the span is made here: it times the run itself, not the hop to the thread; the main thread
+  // exports it with the result (see JobPool), so a thread that dies loses nothing but its timing.
+  const span = task.trace && startSpan(task.trace.traceparent, `${task.step} ${task.name}`, { ...task.trace.attributes, 'thread.id': threadId });
+  const log = new TaskLog(task.taskId, threadId, logLevel, post);
+  const outcome = await execute(task, log.logger);
+  log.finish();
+  return { ...outcome, posted: log.posted, span: span?.end(outcome.ok ? undefined : `${outcome.code}: ${outcome.message}`) };
+}
+
+async function execute({ step, taskId, name, version, inputJson, attempt, partsJson }: ThreadTask, log: JobLogger): Promise<Outcome> {
   const def = registry.get(name);
   const runner = def && runnerOf(def, version);
   if (!runner) return { ok: false, code: JobFailureCode.JOB_REJECTED, message: `unknown job type "${name}" v${version}` };
@@ -26,8 +42,9 @@ export default async function runJob({ step, taskId, name, version, inputJson, a
     attempt,
     progress: (percent: number) => {
       const value = Math.max(0, Math.min(100, Math.round(percent)));
-      if (value !== last) progress.postMessage({ taskId, percent: (last = value) } satisfies ProgressMessage);
+      if (value !== last) post({ taskId, percent: (last = value) } satisfies ProgressMessage);
     },
+    log,
   };
   try {
     if (step === 'split') return { ok: true, value: split(def, parsed.data) };

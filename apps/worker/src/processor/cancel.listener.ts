@@ -1,4 +1,5 @@
 import { Inject, Injectable, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import type IORedis from 'ioredis';
 import { CONFIG, type Config } from '@app/config';
 import { type Logger, LOGGER } from '@app/logging';
 import { queueKeys } from '@app/queue';
@@ -11,7 +12,7 @@ import { JobProcessor } from './job-processor';
  */
 @Injectable()
 export class CancelListener implements OnApplicationBootstrap, OnApplicationShutdown {
-  private readonly subscriber;
+  private readonly subscriber: IORedis;
   private readonly logger: Logger;
   private readonly channel: string;
 
@@ -23,6 +24,11 @@ export class CancelListener implements OnApplicationBootstrap, OnApplicationShut
     this.logger = logger.child({ context: CancelListener.name });
     this.channel = queueKeys(config.redisPrefix).cancelChannel;
     this.subscriber = createRedis(config.redisUrl, 'blocking', 'nest-offload:worker-cancel');
+  }
+
+  /** The subscriber connection (for the connection metric). */
+  get connection(): IORedis {
+    return this.subscriber;
   }
 
   async onApplicationBootstrap(): Promise<void> {

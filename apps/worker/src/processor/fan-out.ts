@@ -4,6 +4,7 @@ import type IORedis from 'ioredis';
 import { CONFIG, type Config } from '@app/config';
 import { CodedJobError, JobDefinition, JobFailureCode } from '@app/jobs';
 import { childJobId, JobData, queueKeys, queuePrefix, stopChildren } from '@app/queue';
+import { type Tracing, TRACING } from '@app/tracing';
 import { JobPool, RunOptions } from '../pool/job-pool';
 import type { PlannedChild } from '../pool/thread-protocol';
 import type { QueueJob } from './slot-worker';
@@ -25,6 +26,7 @@ export class FanOut implements OnApplicationShutdown {
     private readonly pool: JobPool,
     @Inject(WORKER_REDIS) private readonly redis: IORedis,
     @Inject(CONFIG) private readonly config: Config,
+    @Inject(TRACING) private readonly tracing: Tracing | null,
   ) {
     this.keys = queueKeys(config.redisPrefix);
   }
@@ -98,7 +100,11 @@ export class FanOut implements OnApplicationShutdown {
   private queue(name: string): Queue<JobData, unknown, string> {
     let queue = this.queues.get(name);
     if (!queue) {
-      queue = new Queue<JobData, unknown, string>(name, { connection: this.redis, prefix: queuePrefix(this.config.redisPrefix, name) });
+      queue = new Queue<JobData, unknown, string>(name, {
+        connection: this.redis,
+        prefix: queuePrefix(this.config.redisPrefix, name),
+        telemetry: this.tracing?.telemetry,
+      });
       this.queues.set(name, queue.on('error', () => undefined));
     }
     return queue;

@@ -6,14 +6,14 @@ import { CONFIG, type Config } from '@app/config';
 import { CodedJobError, formatFailure, JobFailureCode, JobRegistry, knownVersions, runnerOf } from '@app/jobs';
 import { type Logger, LOGGER } from '@app/logging';
 import { queueKeys, queuePrefix } from '@app/queue';
-import { JobPool } from '../pool/job-pool';
+import { SPAN_ATTRIBUTES, type Tracing, TRACING } from '@app/tracing';
+import { JobPool, type RunOptions } from '../pool/job-pool';
 import { FanOut } from './fan-out';
 import { type QueueJob, SlotWorker } from './slot-worker';
 import { Slots } from './slots';
 import { WorkerMetrics } from './worker.metrics';
 import { WORKER_QUEUES } from './worker-queues';
 import { WORKER_REDIS } from './worker-redis';
-
 
 /** Abort reason for jobs handed back to the queue at shutdown (see `drain`). */
 const HAND_BACK = 'nest-offload:hand-back';
@@ -53,10 +53,11 @@ export class JobProcessor implements OnApplicationBootstrap {
     private readonly fanOut: FanOut,
     @Inject(WORKER_REDIS) private readonly redis: IORedis,
     @Inject(CONFIG) private readonly config: Config,
-    @Inject(LOGGER) logger: Logger,
+    @Inject(LOGGER) private readonly rootLogger: Logger,
     @Inject(WORKER_QUEUES) private readonly queues: readonly string[],
+    @Inject(TRACING) private readonly tracing: Tracing | null,
   ) {
-    this.logger = logger.child({ context: JobProcessor.name });
+    this.logger = rootLogger.child({ context: JobProcessor.name });
     this.keys = queueKeys(config.redisPrefix);
   }
 
@@ -73,6 +74,7 @@ export class JobProcessor implements OnApplicationBootstrap {
           prefix: queuePrefix(this.config.redisPrefix, name),
           lockDuration: this.config.jobLockMs,
           stalledInterval: this.config.jobLockMs,
+          telemetry: this.tracing?.telemetry,
         },
         slots,
       ).on('error', (error) => this.logger.warn({ err: error, queue: name }, 'BullMQ worker error')),
@@ -113,7 +115,10 @@ export class JobProcessor implements OnApplicationBootstrap {
   }
 
   private async process(job: QueueJob, token: string, signal: AbortSignal): Promise<unknown> {
-    const log = this.logger.child({ jobId: job.id, type: job.name, requestId: job.data.requestId, attempt: job.attemptsMade + 1 });
+    const fields = { jobId: job.id, type: job.name, requestId: job.data.requestId, attempt: job.attemptsMade + 1 };
+    const log = this.logger.child(fields);
+    // On BullMQ's `process` span, when tracing is on.
+    this.tracing?.setAttributes({ [SPAN_ATTRIBUTES.requestId]: fields.requestId, [SPAN_ATTRIBUTES.jobType]: job.name, [SPAN_ATTRIBUTES.jobAttempt]: fields.attempt });
     const refuse = (code: JobFailureCode, message: string) => {
       this.metrics.count(job.name, code);
       log.warn({ code }, `job failed: ${message}`);
@@ -142,8 +147,13 @@ export class JobProcessor implements OnApplicationBootstrap {
       if (def.fanOut && job.data.chunks !== undefined) await this.fanOut.abandon(job);
       throw refuse(JobFailureCode.JOB_CANCELLED, job.data.chunks === undefined ? 'cancelled before it started' : 'cancelled while its chunks ran');
     }
+    // First pickups only: a handed-back job, or a fan-out job resuming for its merge, was picked up before.
+    if (job.attemptsStarted <= 1 && job.data.chunks === undefined) this.metrics.waited(def.name, job.queueName, Date.now() - job.timestamp);
     // why: an identical job finished between the API's cache check and this pickup; reuse its result.
-    if (cached) return cached.result;
+    if (cached) {
+      this.metrics.completed(def.name, job.queueName, Date.now() - job.timestamp);
+      return cached.result;
+    }
 
     const timeoutMs = Math.min(def.timeoutMs, this.config.jobTimeoutMs);
     const abort = new AbortController();
@@ -163,7 +173,13 @@ export class JobProcessor implements OnApplicationBootstrap {
       if (job.data.parent) void this.fanOut.childProgress(job, percent).catch(() => undefined);
     };
     try {
-      const options = { attempt: job.attemptsMade + 1, signal: abort.signal, onProgress };
+      const options: RunOptions = {
+        attempt: job.attemptsMade + 1,
+        signal: abort.signal,
+        onProgress,
+        log: () => this.rootLogger.child({ context: 'job', ...fields }),
+        spanAttributes: { [SPAN_ATTRIBUTES.jobId]: job.id, [SPAN_ATTRIBUTES.requestId]: fields.requestId },
+      };
       const result = def.fanOut
         ? await this.fanOut.run(job, token, def, runner.version, options)
         : await this.pool.run(def.name, runner.version, job.data.inputJson, options);
@@ -173,6 +189,7 @@ export class JobProcessor implements OnApplicationBootstrap {
         .set(job.data.key, { id: job.id!, type: def.name, result, attempts: job.attemptsMade + 1, createdAt: job.timestamp, startedAt, finishedAt: Date.now() }, def.cacheTtlSeconds)
         .catch((error: unknown) => log.warn({ err: error }, 'could not cache the result; the job still completes'));
       log.info({ ms: Date.now() - startedAt }, 'job completed');
+      this.metrics.completed(def.name, job.queueName, Date.now() - job.timestamp);
       return result;
     } catch (error) {
       if (error instanceof WaitingChildrenError) {

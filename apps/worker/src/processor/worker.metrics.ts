@@ -1,32 +1,69 @@
 import { METRIC_PREFIX } from '@app/metrics';
 import { Injectable } from '@nestjs/common';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
-import { JobPool } from '../pool/job-pool';
+import { METRICS } from '@app/metrics';
+import { JobPool, REPLACEMENT_REASONS } from '../pool/job-pool';
 
-/** What the worker counts: jobs by type and outcome, their run time, how many run now, the pool's state. */
+/** Seconds from queued to started, and to completed: from a few ms on an idle queue to a long backlog. */
+const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600];
+
+/**
+ * What the worker counts: jobs by type and outcome, their run, wait and end-to-end times, how many
+ * run now, the pool's state and its thread replacements.
+ */
 @Injectable()
 export class WorkerMetrics {
   private readonly finished: Counter<'type' | 'outcome'>;
   private readonly duration: Histogram<'type' | 'outcome'>;
+  private readonly wait: Histogram<'type' | 'queue'>;
+  private readonly endToEnd: Histogram<'type' | 'queue'>;
   private running = 0;
 
   constructor(registry: Registry, pool: JobPool) {
     this.finished = new Counter({
-      name: `${METRIC_PREFIX}jobs_finished_total`,
+      name: METRICS.jobsFinished,
       help: 'Job attempts finished by this worker, by type and outcome (completed or a failure code)',
       labelNames: ['type', 'outcome'],
       registers: [registry],
     });
     this.duration = new Histogram({
-      name: `${METRIC_PREFIX}job_run_seconds`,
+      name: METRICS.jobRun,
       help: 'Time a job attempt spent on the pool, by type and outcome',
       labelNames: ['type', 'outcome'],
       buckets: [0.005, 0.025, 0.1, 0.5, 1, 2.5, 10, 30, 60, 300],
       registers: [registry],
     });
+    this.wait = new Histogram({
+      name: METRICS.jobWait,
+      help: 'Time first attempts waited in the queue, from submission to a worker starting them, by type and queue',
+      labelNames: ['type', 'queue'],
+      buckets: LATENCY_BUCKETS,
+      registers: [registry],
+    });
+    this.endToEnd = new Histogram({
+      name: METRICS.jobEndToEnd,
+      help: 'Time from submission to completion of completed jobs (waits, retries and fan-out chunks included), by type and queue',
+      labelNames: ['type', 'queue'],
+      buckets: LATENCY_BUCKETS,
+      registers: [registry],
+    });
+    const replacements = new Counter({
+      name: METRICS.poolThreadReplacements,
+      help: 'Pool threads terminated and replaced, by reason: timeout, cancelled (a running job aborted), crash, out_of_memory',
+      labelNames: ['reason'],
+      registers: [registry],
+    });
+    for (const reason of REPLACEMENT_REASONS) replacements.inc({ reason }, 0);
+    pool.onThreadReplaced((reason) => replacements.inc({ reason }));
+    const dropped = new Counter({
+      name: METRICS.jobLogLinesDropped,
+      help: "Log lines jobs wrote through ctx.log beyond their rate limit, dropped",
+      registers: [registry],
+    });
+    pool.onLogLinesDropped((lines) => dropped.inc(lines));
     const self = this;
     new Gauge({
-      name: `${METRIC_PREFIX}jobs_active`,
+      name: METRICS.jobsActive,
       help: 'Jobs this worker is running now',
       registers: [registry],
       collect() {
@@ -34,7 +71,7 @@ export class WorkerMetrics {
       },
     });
     new Gauge({
-      name: `${METRIC_PREFIX}pool_threads`,
+      name: METRICS.poolThreads,
       help: 'Live threads in the piscina pool',
       registers: [registry],
       collect() {
@@ -42,7 +79,7 @@ export class WorkerMetrics {
       },
     });
     new Gauge({
-      name: `${METRIC_PREFIX}pool_utilization`,
+      name: METRICS.poolUtilization,
       help: 'Share of the pool threads\' capacity in use since start (piscina utilization, 0-1)',
       registers: [registry],
       collect() {
@@ -58,6 +95,16 @@ export class WorkerMetrics {
   /** Counts an attempt that ended before it reached the pool (rejected or cancelled while queued). */
   count(type: string, outcome: string): void {
     this.finished.inc({ type, outcome });
+  }
+
+  /** A job's first attempt starts, `ms` after it was submitted. */
+  waited(type: string, queue: string, ms: number): void {
+    this.wait.observe({ type, queue }, Math.max(0, ms) / 1000);
+  }
+
+  /** A job completed, `ms` after it was submitted. */
+  completed(type: string, queue: string, ms: number): void {
+    this.endToEnd.observe({ type, queue }, Math.max(0, ms) / 1000);
   }
 
   /** Starts timing one attempt; call the returned function with its outcome. */

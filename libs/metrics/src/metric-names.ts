@@ -1,0 +1,47 @@
+/**
+ * The name of every metric family the apps export. The Grafana dashboard, the alert rules and the
+ * Kubernetes manifests name these (test/monitoring.e2e-spec.ts checks them against a real scrape).
+ */
+export const METRIC_PREFIX = 'nest_offload_';
+
+export const METRICS = {
+  // Both apps
+  /** Histogram {route, method, status}: route is the template (`/v1/jobs/:type`), `unmatched` for 404s. */
+  httpRequestDuration: 'nest_offload_http_request_duration_seconds',
+  /** Gauge {connection}: 1 while that Redis connection is ready, else 0. */
+  redisConnected: 'nest_offload_redis_connected',
+  /** prom-client's default: p99 of the event loop's delay, sampled since the last scrape. */
+  eventLoopLagP99: 'nest_offload_nodejs_eventloop_lag_p99_seconds',
+
+  // API
+  /** Counter {type, outcome}: outcome is cached, joined, queued or rejected. */
+  jobsSubmitted: 'nest_offload_jobs_submitted_total',
+  /** Counter {type, result}: the API's result-cache lookups, result hit, miss or error. */
+  cacheLookups: 'nest_offload_cache_lookups_total',
+  /** Gauge {queue, state}: jobs in each queue by BullMQ state, read at scrape time. */
+  queueJobs: 'nest_offload_queue_jobs',
+  /** Gauge {queue}: waiting + prioritized + active; scale a queue's workers on it. */
+  queueBacklog: 'nest_offload_queue_backlog',
+
+  // Worker
+  /** Counter {type, outcome}: attempts finished, outcome completed, split, handed_back or a failure code. */
+  jobsFinished: 'nest_offload_jobs_finished_total',
+  /** Histogram {type, outcome}: time an attempt spent on the pool. */
+  jobRun: 'nest_offload_job_run_seconds',
+  /** Histogram {type, queue}: first attempts, from queued to started by a worker. */
+  jobWait: 'nest_offload_job_wait_seconds',
+  /** Histogram {type, queue}: completed jobs, from queued to completed (retries and chunks included). */
+  jobEndToEnd: 'nest_offload_job_end_to_end_seconds',
+  /** Gauge: jobs this worker runs now. */
+  jobsActive: 'nest_offload_jobs_active',
+  /** Gauge: live pool threads. */
+  poolThreads: 'nest_offload_pool_threads',
+  /** Gauge: share of the pool's capacity used since start (0-1). */
+  poolUtilization: 'nest_offload_pool_utilization',
+  /** Counter {reason}: pool threads terminated and replaced: timeout, cancelled, crash, out_of_memory. */
+  poolThreadReplacements: 'nest_offload_pool_thread_replacements_total',
+  /** Counter: log lines a job's `ctx.log` wrote past its rate limit, dropped (see JobContext.log). */
+  jobLogLinesDropped: 'nest_offload_job_log_lines_dropped_total',
+} as const;
+
+export type MetricName = (typeof METRICS)[keyof typeof METRICS];
