@@ -4,7 +4,7 @@ import { CONFIG, type Config } from '@app/config';
 import { Lifecycle } from '@app/health';
 import { ServerTiming } from '../http/server-timing';
 import { JobEvents } from './job-events';
-import { JobStream } from './job-stream';
+import { JobStream, sawFinalEvent } from './job-stream';
 import { isFinal, JobView } from './job-view';
 import { JobsService } from './jobs.service';
 import { parsePreferWait } from './prefer-wait';
@@ -53,8 +53,16 @@ export class JobsController {
     return view;
   }
 
+  /**
+   * Server-Sent Events. A reconnect whose `Last-Event-ID` is the final event's gets 204 No Content,
+   * which tells EventSource to stop instead of reconnecting for ever.
+   */
   @Get(':id/events')
-  async stream(@Param('id') id: string, @Res() reply: FastifyReply): Promise<void> {
+  async stream(@Param('id') id: string, @Headers('last-event-id') lastEventId: string | undefined, @Res() reply: FastifyReply): Promise<void> {
+    if (sawFinalEvent(lastEventId)) {
+      await reply.status(204).send();
+      return;
+    }
     const stream = new JobStream(this.events, id);
     const view = await this.jobs.get(id).catch((error: unknown) => {
       stream.close();
@@ -68,6 +76,6 @@ export class JobsController {
       'x-accel-buffering': 'no',
       'x-request-id': reply.request.id,
     });
-    await stream.pipe(reply.raw, view, (state) => this.jobs.get(id, state), this.lifecycle);
+    await stream.pipe(reply.raw, view, (state) => this.jobs.get(id, state), this.lifecycle, lastEventId);
   }
 }
