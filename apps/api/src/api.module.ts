@@ -9,8 +9,11 @@ import { JobRegistry } from '@app/jobs';
 import { type Logger, LoggingModule } from '@app/logging';
 import { MetricsModule } from '@app/metrics';
 import { pingRedis } from '@app/redis';
+import { BatchController } from './batch/batch.controller';
+import { BatchService } from './batch/batch.service';
 import { DemoModule } from './demo/demo.module';
 import { ProblemFilter } from './http/problem.filter';
+import { Idempotency } from './idempotency/idempotency';
 import { JobTypesController } from './job-types/job-types.controller';
 import { Backlog } from './jobs/backlog';
 import { JobEvents } from './jobs/job-events';
@@ -28,7 +31,7 @@ export class ApiModule implements NestModule {
     return {
       module: ApiModule,
       imports: [ConfigModule.forRoot(config), LoggingModule.forRoot(logger), CacheModule, MetricsModule, ...(config.demo ? [DemoModule] : [])],
-      controllers: [JobsController, JobTypesController, HealthController],
+      controllers: [BatchController, JobsController, JobTypesController, HealthController],
       providers: [
         { provide: APP_FILTER, useClass: ProblemFilter },
         { provide: JobRegistry, useValue: JobRegistry.forConfig(config) },
@@ -38,7 +41,9 @@ export class ApiModule implements NestModule {
         JobEvents,
         JobStore,
         Backlog,
+        Idempotency,
         JobsService,
+        BatchService,
         QueueMetrics,
         {
           provide: HEALTH_INDICATORS,

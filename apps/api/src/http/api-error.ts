@@ -2,6 +2,7 @@
 export const API_ERRORS = {
   INVALID_INPUT: { status: 400, title: 'Invalid input' },
   MALFORMED_REQUEST: { status: 400, title: 'Malformed request' },
+  INVALID_IDEMPOTENCY_KEY: { status: 400, title: 'Invalid Idempotency-Key' },
   UNAUTHORIZED: { status: 401, title: 'Unauthorized' },
   NOT_FOUND: { status: 404, title: 'Not found' },
   UNKNOWN_JOB_TYPE: { status: 404, title: 'Unknown job type' },
@@ -10,6 +11,7 @@ export const API_ERRORS = {
   PAYLOAD_TOO_LARGE: { status: 413, title: 'Payload too large' },
   URI_TOO_LONG: { status: 414, title: 'URI too long' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, title: 'Unsupported media type' },
+  IDEMPOTENCY_KEY_CONFLICT: { status: 422, title: 'Idempotency-Key used for another request' },
   RATE_LIMITED: { status: 429, title: 'Too many requests' },
   INTERNAL: { status: 500, title: 'Internal error' },
   QUEUE_UNAVAILABLE: { status: 503, title: 'Queue unavailable' },

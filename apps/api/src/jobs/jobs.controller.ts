@@ -3,6 +3,8 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { CONFIG, type Config } from '@app/config';
 import { Lifecycle } from '@app/health';
 import { ServerTiming } from '../http/server-timing';
+import { parseIdempotencyKey } from '../idempotency/idempotency-key';
+import { callerOf } from '../security/caller';
 import { JobEvents } from './job-events';
 import { JobStream, sawFinalEvent } from './job-stream';
 import { isFinal, JobView } from './job-view';
@@ -18,7 +20,10 @@ export class JobsController {
     @Inject(CONFIG) private readonly config: Config,
   ) {}
 
-  /** 200 with a finished view (cache hit, or finished within `Prefer: wait`), else 202 and a Location. */
+  /**
+   * 200 with a finished view (cache hit, or finished within `Prefer: wait`), else 202 and a Location.
+   * With an Idempotency-Key, a retry gets the same job (see Idempotency).
+   */
   @Post(':type')
   async submit(
     @Param('type') type: string,
@@ -28,10 +33,12 @@ export class JobsController {
     @Res({ passthrough: true }) reply: FastifyReply,
   ): Promise<JobView> {
     const timing = new ServerTiming();
+    const key = parseIdempotencyKey(req.headers['idempotency-key']);
     const view = await this.jobs.submit(type, body, {
       waitSeconds: parsePreferWait(prefer, this.config.maxWaitSeconds),
-      requestId: req.id,
+      submission: { requestId: req.id },
       timing,
+      idempotency: key === undefined ? undefined : { scope: callerOf(req.raw).scope, key },
     });
     reply.header('server-timing', timing.toString());
     if (isFinal(view)) reply.status(200);

@@ -4,14 +4,18 @@ import type IORedis from 'ioredis';
 import { ResultCache } from '@app/cache';
 import { CONFIG, type Config } from '@app/config';
 import { Lifecycle } from '@app/health';
-import { canonicalJson, contentKey, JobDefinition, JobRegistry } from '@app/jobs';
-import { JobData, queueKeys, stopChildren } from '@app/queue';
-import { ApiError, FieldError } from '../http/api-error';
+import { JobDefinition, JobRegistry } from '@app/jobs';
+import { queueKeys, stopChildren } from '@app/queue';
+import { ApiError } from '../http/api-error';
 import { ServerTiming } from '../http/server-timing';
+import { Idempotency, IdempotencyKey } from '../idempotency/idempotency';
+import { requestFingerprint } from '../idempotency/idempotency-key';
 import { Backlog } from './backlog';
 import { JobEvents } from './job-events';
+import { PreparedJob, prepareJob } from './job-input';
 import { JobStore } from './job-store';
 import { isFinal, JobView, viewOfCached, viewOfCancelled, viewOfJob } from './job-view';
+import { newJob, Submission } from './new-job';
 import { JobQueues, type JobsQueue, QUEUE_REDIS } from './queue.providers';
 
 const QUEUED_STATES = new Set(['waiting', 'prioritized', 'delayed']);
@@ -20,8 +24,11 @@ const CANCEL_CONFIRM_MS = 3000;
 
 export interface SubmitOptions {
   waitSeconds: number;
-  requestId?: string;
+  /** What the POST carries into the job besides its input (see Submission). */
+  submission: Submission;
   timing?: ServerTiming;
+  /** The request's Idempotency-Key: a retry with it gets the same job. */
+  idempotency?: IdempotencyKey;
 }
 
 /** The job lifecycle as the HTTP API sees it: submit, read, wait, cancel. */
@@ -38,6 +45,7 @@ export class JobsService {
     private readonly backlog: Backlog,
     private readonly events: JobEvents,
     private readonly lifecycle: Lifecycle,
+    private readonly idempotency: Idempotency,
     @Inject(CONFIG) private readonly config: Config,
   ) {
     this.keys = queueKeys(config.redisPrefix);
@@ -45,52 +53,59 @@ export class JobsService {
 
   /**
    * Validates `body` as the input of `type`, answers from the cache when it can, and otherwise
-   * enqueues the job, joining an identical job already queued or running (single flight).
+   * enqueues the job, joining an identical job already queued or running (single flight). With an
+   * Idempotency-Key, a retry gets the job the first request got, whatever became of it.
    */
-  async submit(type: string, body: unknown, { waitSeconds, requestId, timing }: SubmitOptions): Promise<JobView> {
+  async submit(type: string, body: unknown, options: SubmitOptions): Promise<JobView> {
+    const job = prepareJob(this.definition(type), body);
+    options.timing?.mark('validate');
+    if (!options.idempotency) return this.enqueue(job, options);
+    this.assertRedisUp();
+    const fingerprint = requestFingerprint([`POST /v1/jobs/${type}`, job.inputJson]);
+    let view: JobView | undefined;
+    const { result: id } = await this.idempotency.once(options.idempotency, fingerprint, async (plannedId, takeover) => {
+      view = await this.enqueue(job, { ...options, waitSeconds: 0 }, plannedId, takeover);
+      return view.id;
+    });
+    if (view && (isFinal(view) || options.waitSeconds === 0)) return view;
+    return options.waitSeconds > 0 ? this.waitUntilFinal(id, options.waitSeconds * 1000, options.timing) : this.get(id);
+  }
+
+  /** The definition of a registered type, if this replica takes work: else a 404 or 503 problem. */
+  definition(type: string): JobDefinition {
     const def = this.registry.get(type);
     if (!def) throw new ApiError('UNKNOWN_JOB_TYPE', `No job type named "${type}"; GET /v1/job-types lists them`);
     if (this.lifecycle.shuttingDown) throw new ApiError('SHUTTING_DOWN', 'This replica is shutting down', { retryAfterSeconds: 1 });
-    const inputJson = canonicalJson(this.validate(def, body));
-    const key = contentKey(def, inputJson);
-    timing?.mark('validate');
-    this.assertRedisUp();
+    return def;
+  }
 
+  /**
+   * Answers `job` from the cache, or enqueues it as `newId` (or joins an identical one in flight).
+   * `mayExist`: a job `newId` may be there already (an Idempotency-Key takeover), so read its view.
+   */
+  private async enqueue(job: PreparedJob, { waitSeconds, submission, timing }: SubmitOptions, newId: string = randomUUID(), mayExist = false): Promise<JobView> {
+    const { def, key } = job;
+    this.assertRedisUp();
     // why: the cache may be a separate Redis; when it is away, the job simply runs again.
     const cached = def.cacheTtlSeconds > 0 ? await this.cache.get(key).catch(() => undefined) : undefined;
     timing?.mark('cache');
     if (cached) return viewOfCached(cached);
     const queue = this.queues.get(def.queue);
-    const backlog = await this.backlog.waiting(queue);
-    if (backlog >= this.config.maxBacklog) {
+    const { admitted, backlog } = await this.backlog.admit(queue, 1);
+    if (admitted === 0) {
       throw new ApiError('BACKLOG_FULL', `${backlog} jobs are waiting in queue "${queue.name}"; retry later`, { retryAfterSeconds: 5 });
     }
-
-    const newId = randomUUID();
     // why subscribe first: a fast job could finish between the add and a later subscription.
     const watch = waitSeconds > 0 ? this.events.watch(newId) : undefined;
-    const data: JobData = { inputJson, version: def.version, key, requestId };
-    const job = await queue
-      .add(def.name, data, {
-        jobId: newId,
-        priority: def.priority,
-        // why: the deduplication key lives until the job completes or fails, so identical submissions
-        // from any replica join the job in flight. The worker writes the cache before completing, so
-        // once the key is released the cache answers instead.
-        deduplication: { id: key },
-        attempts: def.retry.attempts,
-        backoff: { type: 'exponential', delay: def.retry.backoffMs },
-        removeOnComplete: { age: this.config.jobRetentionSeconds },
-        removeOnFail: { age: this.config.jobRetentionSeconds },
-      })
-      .catch((error: unknown) => {
-        watch?.close();
-        throw error;
-      });
+    const { name, data, opts } = newJob(job, newId, submission, this.config.jobRetentionSeconds);
+    const added = await queue.add(name, data, opts).catch((error: unknown) => {
+      watch?.close();
+      throw error;
+    });
     timing?.mark('enqueue');
-    const id = job.id!;
-    const queued: JobView = { id, type: def.name, status: 'queued', attempts: 0, createdAt: new Date(job.timestamp).toISOString() };
-    if (id !== newId) {
+    const id = added.id!;
+    const queued: JobView = { id, type: def.name, status: 'queued', attempts: 0, createdAt: new Date(added.timestamp).toISOString() };
+    if (id !== newId || mayExist) {
       // Joined an identical job already queued or running (or just finished).
       watch?.close();
       return waitSeconds > 0 ? this.waitUntilFinal(id, waitSeconds * 1000, timing, queue) : this.get(id, undefined, queue);
@@ -152,19 +167,9 @@ export class JobsService {
    * why: BullMQ waits for a connection it never had (Redis down at start-up) instead of failing;
    * answering 503 at once keeps every request within its own timeout.
    */
-  private assertRedisUp(): void {
+  assertRedisUp(): void {
     if (this.redis.status !== 'ready') {
       throw new ApiError('QUEUE_UNAVAILABLE', 'Redis is unreachable; retry shortly', { retryAfterSeconds: 5 });
     }
-  }
-
-  private validate(def: JobDefinition, body: unknown): unknown {
-    const parsed = def.input.safeParse(body);
-    if (parsed.success) return parsed.data;
-    const errors: FieldError[] = parsed.error.issues.slice(0, 20).map((issue) => ({
-      field: issue.path.map(String).join('.'),
-      message: issue.code === 'unrecognized_keys' ? `unknown field(s): ${issue.keys.join(', ')}` : issue.message,
-    }));
-    throw new ApiError('INVALID_INPUT', `The input for "${def.name}" is invalid`, { errors });
   }
 }
