@@ -1,3 +1,7 @@
+import IORedis from 'ioredis';
+import { canonicalJson } from '@app/jobs';
+import { childJobId, queueKeys } from '@app/queue';
+import { recordDigest, requestFingerprint } from '../apps/api/src/idempotency/idempotency-key';
 import { AppProcess, startApp, stackEnv } from './support/apps';
 import { Reply, request, submit } from './support/http';
 import { MonitoredCommand, RedisMonitor } from './support/redis-monitor';
@@ -161,6 +165,24 @@ describe('batch submissions', () => {
       const other = await postBatch(api, 'sum', [{ n: 7_000_003 }], { headers });
       expect(other.status).toBe(422);
       expect(other.body.code).toBe('IDEMPOTENCY_KEY_CONFLICT');
+    });
+
+    it('takes over the Idempotency-Key of a batch whose replica died, adding under the ids it had planned', async () => {
+      const items = [{ n: 7_100_001 }, { n: 7_100_002 }, { n: 7_100_001 }];
+      const planned = '2d3e4f5a-6b7c-4d8e-9f0a-1b2c3d4e5f6a';
+      const client = new IORedis(redis.url);
+      try {
+        // The claim a replica leaves when it dies before recording its jobs, a minute old by Redis time.
+        const [seconds] = await client.time();
+        const fp = requestFingerprint(['POST /v1/jobs/sum/batch', ...items.map((item) => canonicalJson(item))]);
+        const record = { fp, planned, owner: 'a-dead-replica', at: (Number(seconds) - 60) * 1000 };
+        await client.set(queueKeys(env.REDIS_PREFIX!).idempotency(recordDigest('anonymous', 'batch-died')), JSON.stringify(record), 'EX', 600);
+      } finally {
+        client.disconnect();
+      }
+      const res = await postBatch(api, 'sum', items, { headers: { 'idempotency-key': 'batch-died' }, wait: 10 });
+      expect(res.status).toBe(200);
+      expect(res.body.items.map((e: { job: { id: string } }) => e.job.id)).toEqual([childJobId(planned, 0), childJobId(planned, 1), childJobId(planned, 0)]);
     });
 
     it('costs one round trip to Redis to add 1,000 jobs (counted by a proxy that holds each reply 250 ms)', async () => {

@@ -6,7 +6,7 @@ import { canonicalJson, JobDefinition } from '@app/jobs';
 import { childJobId } from '@app/queue';
 import { ApiError } from '../http/api-error';
 import { Problem, toProblem } from '../http/problem';
-import { Idempotency } from '../idempotency/idempotency';
+import { Claim, Idempotency } from '../idempotency/idempotency';
 import { requestFingerprint } from '../idempotency/idempotency-key';
 import { Backlog } from '../jobs/backlog';
 import { JobEvents, JobWatch } from '../jobs/job-events';
@@ -65,8 +65,8 @@ export class BatchService {
         ...prepared.map((item, i) => (item instanceof ApiError ? `invalid:${canonicalJson(items[i])}` : item.inputJson)),
       ]);
       let fresh: BatchEntry[] | undefined;
-      const { result } = await this.idempotency.once(options.idempotency, fingerprint, async (plannedId, takeover) => {
-        fresh = await this.accept(def, prepared, options, { plannedId, takeover });
+      const { result } = await this.idempotency.once(options.idempotency, fingerprint, async (claim) => {
+        fresh = await this.accept(def, prepared, options, claim);
         return JSON.stringify(fresh.map((entry): RecordedEntry => ('problem' in entry ? entry.problem : entry.view.id)));
       });
       entries = fresh ?? (await this.replay(JSON.parse(result) as RecordedEntry[], this.queues.get(def.queue)));
@@ -79,16 +79,11 @@ export class BatchService {
   }
 
   /**
-   * Answers each item: cache hits, then one addBulk for the admitted work. With an Idempotency-Key's
-   * `plannedId`, new jobs get ids derived from it and the item, so a takeover adds the same ones
+   * Answers each item: cache hits, then one addBulk for the admitted work. Under an Idempotency-Key's
+   * claim, new jobs get ids derived from its planned id and the item, so a takeover adds the same ones
    * (and reads their views: the request that died may have added them already).
    */
-  private async accept(
-    def: JobDefinition,
-    prepared: ReadonlyArray<PreparedJob | ApiError>,
-    options: SubmitOptions & { caller: Caller },
-    { plannedId, takeover = false }: { plannedId?: string; takeover?: boolean } = {},
-  ): Promise<BatchEntry[]> {
+  private async accept(def: JobDefinition, prepared: ReadonlyArray<PreparedJob | ApiError>, options: SubmitOptions & { caller: Caller }, claim?: Claim): Promise<BatchEntry[]> {
     const { caller, submission, timing, waitSeconds } = options;
     // Every item is answered below: invalid here, then over the rate limit, cached, over the backlog, or queued.
     const entries = new Array<BatchEntry>(prepared.length);
@@ -120,11 +115,13 @@ export class BatchService {
       const detail = `${backlog} jobs are waiting in queue "${queue.name}"; ${admitted} of this batch's ${work.length} new jobs were accepted; resubmit the rest later`;
       answer(group, { problem: problemOf(new ApiError('BACKLOG_FULL', detail)) });
     }
-    const adding = work.slice(0, admitted).map((group) => ({ group, id: plannedId ? childJobId(plannedId, group.items[0]) : randomUUID() }));
+    // why childJobId: it derives a UUID from an id and an index, as fan-out does for its chunks.
+    const adding = work.slice(0, admitted).map((group) => ({ group, id: claim ? childJobId(claim.plannedId, group.items[0]) : randomUUID() }));
     if (adding.length === 0) return entries;
 
     // why subscribe first: a fast job could finish between the add and a later subscription.
     const watches = waitSeconds > 0 ? adding.map(({ id }) => this.events.watch(id)) : [];
+    claim?.adding();
     const added = await queue
       .addBulk(adding.map(({ group, id }) => newJob(group.job, id, submission, this.config.jobRetentionSeconds)))
       .catch((error: unknown) => {
@@ -135,7 +132,7 @@ export class BatchService {
     await Promise.all(
       added.map(async (job, i) => {
         const { group, id } = adding[i];
-        if (job.id === id && !takeover) {
+        if (job.id === id && !claim?.takeover) {
           const view: JobView = { id, type: def.name, status: 'queued', attempts: 0, createdAt: new Date(job.timestamp).toISOString() };
           return answer(group, { view, watch: watches[i] });
         }

@@ -22,6 +22,20 @@ export interface IdempotencyKey {
   key: string;
 }
 
+/** A request's hold on a key, as the code that enqueues under it sees it. */
+export interface Claim {
+  /** The job id to enqueue under (a batch derives its items' ids from it). */
+  readonly plannedId: string;
+  /** True when a request that died may have enqueued under `plannedId` already. */
+  readonly takeover: boolean;
+  /**
+   * Call right before adding jobs. A failure before it releases the key (nothing was enqueued); one
+   * after it keeps the key claimed, so that a retry takes it over after the lease and adds under the
+   * same ids, joining whatever the failed add may have queued (a timed-out add may have).
+   */
+  adding(): void;
+}
+
 export interface Outcome {
   /** What the first request with this key produced (a job id, or a batch's entries as JSON). */
   result: string;
@@ -52,12 +66,11 @@ export class Idempotency {
   }
 
   /**
-   * Runs `enqueue` once per key, resolving with what to record. It gets the planned job id to enqueue
-   * under (the same for every request that may run it, so a takeover after a crash adds the same job,
-   * not a second one) and `takeover`: true when a request that died may have added it already.
-   * Throws IDEMPOTENCY_KEY_CONFLICT for another fingerprint.
+   * Runs `enqueue` once per key, resolving with what to record. Its claim names the job id to enqueue
+   * under: the same for every request that may run it, so a takeover after a crash adds the same job,
+   * not a second one. Throws IDEMPOTENCY_KEY_CONFLICT for another fingerprint.
    */
-  async once({ scope, key }: IdempotencyKey, fingerprint: string, enqueue: (plannedId: string, takeover: boolean) => Promise<string>): Promise<Outcome> {
+  async once({ scope, key }: IdempotencyKey, fingerprint: string, enqueue: (claim: Claim) => Promise<string>): Promise<Outcome> {
     const recordKey = this.keys.idempotency(recordDigest(scope, key));
     const owner = randomUUID();
     const planned = randomUUID();
@@ -72,9 +85,11 @@ export class Idempotency {
       }
       if (record.result !== undefined) return { result: record.result, replayed: true };
       if (record.owner === owner) {
-        const result = await enqueue(record.planned, record.planned !== planned).catch(async (error: unknown) => {
-          // Nothing was recorded: a retry may run it afresh. If the release fails too, the lease expires.
-          await this.store.release(recordKey, owner).catch(() => undefined);
+        let adding = false;
+        const claim: Claim = { plannedId: record.planned, takeover: record.planned !== planned, adding: () => (adding = true) };
+        const result = await enqueue(claim).catch(async (error: unknown) => {
+          // Nothing enqueued: a retry may start afresh. If the release fails too, the lease expires.
+          if (!adding) await this.store.release(recordKey, owner).catch(() => undefined);
           throw error;
         });
         // why a failed settle is not the caller's error: the jobs are queued; a retry finds the record

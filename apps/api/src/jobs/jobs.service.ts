@@ -8,7 +8,7 @@ import { JobDefinition, JobRegistry } from '@app/jobs';
 import { queueKeys, stopChildren } from '@app/queue';
 import { ApiError } from '../http/api-error';
 import { ServerTiming } from '../http/server-timing';
-import { Idempotency, IdempotencyKey } from '../idempotency/idempotency';
+import { Claim, Idempotency, IdempotencyKey } from '../idempotency/idempotency';
 import { requestFingerprint } from '../idempotency/idempotency-key';
 import { Backlog } from './backlog';
 import { JobEvents } from './job-events';
@@ -63,8 +63,8 @@ export class JobsService {
     this.assertRedisUp();
     const fingerprint = requestFingerprint([`POST /v1/jobs/${type}`, job.inputJson]);
     let view: JobView | undefined;
-    const { result: id } = await this.idempotency.once(options.idempotency, fingerprint, async (plannedId, takeover) => {
-      view = await this.enqueue(job, { ...options, waitSeconds: 0 }, plannedId, takeover);
+    const { result: id } = await this.idempotency.once(options.idempotency, fingerprint, async (claim) => {
+      view = await this.enqueue(job, { ...options, waitSeconds: 0 }, claim);
       return view.id;
     });
     if (view && (isFinal(view) || options.waitSeconds === 0)) return view;
@@ -80,10 +80,10 @@ export class JobsService {
   }
 
   /**
-   * Answers `job` from the cache, or enqueues it as `newId` (or joins an identical one in flight).
-   * `mayExist`: a job `newId` may be there already (an Idempotency-Key takeover), so read its view.
+   * Answers `job` from the cache, or enqueues it (or joins an identical one in flight): under a new
+   * id, or under an Idempotency-Key's claim.
    */
-  private async enqueue(job: PreparedJob, { waitSeconds, submission, timing }: SubmitOptions, newId: string = randomUUID(), mayExist = false): Promise<JobView> {
+  private async enqueue(job: PreparedJob, { waitSeconds, submission, timing }: SubmitOptions, claim?: Claim): Promise<JobView> {
     const { def, key } = job;
     this.assertRedisUp();
     // why: the cache may be a separate Redis; when it is away, the job simply runs again.
@@ -95,9 +95,11 @@ export class JobsService {
     if (admitted === 0) {
       throw new ApiError('BACKLOG_FULL', `${backlog} jobs are waiting in queue "${queue.name}"; retry later`, { retryAfterSeconds: 5 });
     }
+    const newId = claim?.plannedId ?? randomUUID();
     // why subscribe first: a fast job could finish between the add and a later subscription.
     const watch = waitSeconds > 0 ? this.events.watch(newId) : undefined;
     const { name, data, opts } = newJob(job, newId, submission, this.config.jobRetentionSeconds);
+    claim?.adding();
     const added = await queue.add(name, data, opts).catch((error: unknown) => {
       watch?.close();
       throw error;
@@ -105,8 +107,9 @@ export class JobsService {
     timing?.mark('enqueue');
     const id = added.id!;
     const queued: JobView = { id, type: def.name, status: 'queued', attempts: 0, createdAt: new Date(added.timestamp).toISOString() };
-    if (id !== newId || mayExist) {
-      // Joined an identical job already queued or running (or just finished).
+    if (id !== newId || claim?.takeover) {
+      // Joined an identical job already queued or running (or just finished), or, taking over a
+      // dead request's key, found the job it had added.
       watch?.close();
       return waitSeconds > 0 ? this.waitUntilFinal(id, waitSeconds * 1000, timing, queue) : this.get(id, undefined, queue);
     }
