@@ -65,7 +65,7 @@ export class BatchService {
         ...prepared.map((item, i) => (item instanceof ApiError ? `invalid:${canonicalJson(items[i])}` : item.inputJson)),
       ]);
       let fresh: BatchEntry[] | undefined;
-      const { result } = await this.idempotency.once(options.idempotency, fingerprint, async (claim) => {
+      const result = await this.idempotency.once(options.idempotency, fingerprint, async (claim) => {
         fresh = await this.accept(def, prepared, options, claim);
         return JSON.stringify(fresh.map((entry): RecordedEntry => ('problem' in entry ? entry.problem : entry.view.id)));
       });

@@ -36,13 +36,6 @@ export interface Claim {
   adding(): void;
 }
 
-export interface Outcome {
-  /** What the first request with this key produced (a job id, or a batch's entries as JSON). */
-  result: string;
-  /** True when this request is a retry answered from the record, not the one that enqueued. */
-  replayed: boolean;
-}
-
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
@@ -66,11 +59,13 @@ export class Idempotency {
   }
 
   /**
-   * Runs `enqueue` once per key, resolving with what to record. Its claim names the job id to enqueue
-   * under: the same for every request that may run it, so a takeover after a crash adds the same job,
-   * not a second one. Throws IDEMPOTENCY_KEY_CONFLICT for another fingerprint.
+   * Runs `enqueue` once per key and resolves with what the first request with the key recorded (a job
+   * id, or a batch's entries as JSON): `enqueue`'s own result, or the record's on a retry. The claim
+   * names the job id to enqueue under: the same for every request that may run it, so a takeover
+   * after a crash adds the same job, not a second one. Throws IDEMPOTENCY_KEY_CONFLICT for another
+   * fingerprint.
    */
-  async once({ scope, key }: IdempotencyKey, fingerprint: string, enqueue: (claim: Claim) => Promise<string>): Promise<Outcome> {
+  async once({ scope, key }: IdempotencyKey, fingerprint: string, enqueue: (claim: Claim) => Promise<string>): Promise<string> {
     const recordKey = this.keys.idempotency(recordDigest(scope, key));
     const owner = randomUUID();
     const planned = randomUUID();
@@ -83,7 +78,7 @@ export class Idempotency {
           `Idempotency-Key "${key}" was first used for a different request (another body, job type or route); a new request needs a new key`,
         );
       }
-      if (record.result !== undefined) return { result: record.result, replayed: true };
+      if (record.result !== undefined) return record.result;
       if (record.owner === owner) {
         let adding = false;
         const claim: Claim = { plannedId: record.planned, takeover: record.planned !== planned, adding: () => (adding = true) };
@@ -95,7 +90,7 @@ export class Idempotency {
         // why a failed settle is not the caller's error: the jobs are queued; a retry finds the record
         // pending, takes it over after the lease and enqueues the same planned ids, which joins them.
         const settled = await this.store.settle(recordKey, result).catch(() => undefined);
-        return { result: settled?.result ?? result, replayed: false };
+        return settled?.result ?? result;
       }
       // Another request (on any replica) is enqueueing under this key right now: wait for its result.
       if (this.lifecycle.shuttingDown) throw new ApiError('SHUTTING_DOWN', 'This replica is shutting down', { retryAfterSeconds: 1 });

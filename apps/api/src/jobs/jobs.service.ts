@@ -63,11 +63,11 @@ export class JobsService {
     this.assertRedisUp();
     const fingerprint = requestFingerprint([`POST /v1/jobs/${type}`, job.inputJson]);
     let view: JobView | undefined;
-    const { result: id } = await this.idempotency.once(options.idempotency, fingerprint, async (claim) => {
+    const id = await this.idempotency.once(options.idempotency, fingerprint, async (claim) => {
       view = await this.enqueue(job, { ...options, waitSeconds: 0 }, claim);
       return view.id;
     });
-    if (view && (isFinal(view) || options.waitSeconds === 0)) return view;
+    if (view?.id === id && (isFinal(view) || options.waitSeconds === 0)) return view;
     return options.waitSeconds > 0 ? this.waitUntilFinal(id, options.waitSeconds * 1000, options.timing) : this.get(id);
   }
 
