@@ -9,6 +9,7 @@ import { toMarkdown, RunMeta } from './report/markdown';
 import type { ScenarioReport } from './report/report.types';
 import { toSvg } from './report/svg';
 import { AdaptersScenario } from './scenarios/adapters';
+import { BatchScenario } from './scenarios/batch';
 import { CacheScenario } from './scenarios/cache';
 import { BenchContext, Scenario, Servers } from './scenarios/context';
 import { CpuScenario } from './scenarios/cpu';
@@ -34,6 +35,7 @@ const SCENARIO_CLASSES: Record<ScenarioName, new (ctx: BenchContext) => Scenario
   cache: CacheScenario,
   singleFlight: SingleFlightScenario,
   adapters: AdaptersScenario,
+  batch: BatchScenario,
   payload: PayloadScenario,
 };
 

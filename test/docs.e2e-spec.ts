@@ -76,7 +76,7 @@ describe('API docs', () => {
     expect(submit.security).toEqual([{ bearer: [] }, { apiKey: [] }]);
     expect(doc.paths['/health/live'].get.security).toBeUndefined();
     expect(submit.parameters).toEqual(expect.arrayContaining([expect.objectContaining({ name: 'Prefer', in: 'header' })]));
-    expect(Object.keys(submit.responses).sort()).toEqual(['200', '202', '400', '401', '404', '413', '415', '429', '503']);
+    expect(Object.keys(submit.responses).sort()).toEqual(['200', '202', '400', '401', '404', '413', '415', '422', '429', '503']);
     expect(submit.responses['400'].content!['application/problem+json'].schema).toEqual({ $ref: '#/components/schemas/Problem' });
     expect(Object.keys(doc.paths['/v1/jobs/{id}/events'].get.responses['200'].content!)).toEqual(['text/event-stream']);
   });
@@ -135,7 +135,7 @@ describe('API docs', () => {
     expect(documented('/v1/jobs/{id}', 'delete', cancel)).toEqual([]);
     const events = await fetch(`${api.url}/v1/jobs/${done.body.id}/events`, { headers: auth });
     expect(events.headers.get('content-type')).toMatch(/^text\/event-stream/);
-    expect(await events.text()).toMatch(/^event: completed\ndata: /);
+    expect(await events.text()).toMatch(/^retry: 1000\n\nid: final\nevent: completed\ndata: /);
   });
 
   it('is behind the API keys when the API has them, for the page and the document', async () => {

@@ -11,8 +11,11 @@ import { MetricsModule } from '@app/metrics';
 import { checkSchedules } from '@app/queue';
 import { pingRedis } from '@app/redis';
 import { type Tracing, TracingModule } from '@app/tracing';
+import { BatchController } from './batch/batch.controller';
+import { BatchService } from './batch/batch.service';
 import { DemoModule } from './demo/demo.module';
 import { ProblemFilter } from './http/problem.filter';
+import { Idempotency } from './idempotency/idempotency';
 import { JobTypesController } from './job-types/job-types.controller';
 import { Backlog } from './jobs/backlog';
 import { ConnectionMetrics } from './jobs/connection.metrics';
@@ -45,7 +48,7 @@ export class ApiModule implements NestModule {
         MetricsModule,
         ...(config.demo ? [DemoModule] : []),
       ],
-      controllers: [JobsController, JobTypesController, SchedulesController, HealthController],
+      controllers: [BatchController, JobsController, JobTypesController, SchedulesController, HealthController],
       providers: [
         { provide: APP_FILTER, useClass: ProblemFilter },
         { provide: JobRegistry, useValue: registry },
@@ -55,7 +58,9 @@ export class ApiModule implements NestModule {
         JobEvents,
         JobStore,
         Backlog,
+        Idempotency,
         JobsService,
+        BatchService,
         QueueMetrics,
         ScheduleRegistrar,
         ...webhookProviders,

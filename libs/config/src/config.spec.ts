@@ -11,6 +11,8 @@ describe('loadConfig', () => {
       bodyLimit: 5 * 1024 * 1024,
       logLevel: 'info',
       chaosJobs: false,
+      idempotencyTtlSeconds: 86_400,
+      batchMaxItems: 1000,
     });
     expect(config.workerThreads).toBeGreaterThanOrEqual(1);
     expect(Object.isFrozen(config)).toBe(true);
@@ -36,6 +38,8 @@ describe('loadConfig', () => {
     ['LOG_LEVEL', 'loud'],
     ['CHAOS_JOBS', 'maybe'],
     ['JOB_TIMEOUT_MS', '-5'],
+    ['IDEMPOTENCY_TTL_SECONDS', '0'],
+    ['BATCH_MAX_ITEMS', '100001'],
   ])('refuses %s=%s and names the variable', (name, value) => {
     expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);
     expect(() => loadConfig({ [name]: value })).toThrow(new RegExp(`${name}: `));

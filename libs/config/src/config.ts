@@ -133,6 +133,8 @@ const schema = z.object({
   SHUTDOWN_TIMEOUT_MS: int(0, 3600 * 1000).default(25_000),
   MAX_BACKLOG: int(1, 100_000_000).default(10_000),
   MAX_WAIT_SECONDS: int(0, 300).default(30),
+  IDEMPOTENCY_TTL_SECONDS: int(1, 30 * 24 * 3600).default(86_400),
+  BATCH_MAX_ITEMS: int(1, 100_000).default(1000),
   REQUEST_TIMEOUT_MS: int(1000, 600_000).default(30_000),
   BODY_LIMIT: size.default(5 * 1024 ** 2),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
@@ -215,6 +217,10 @@ export interface Config {
   readonly shutdownTimeoutMs: number;
   readonly maxBacklog: number;
   readonly maxWaitSeconds: number;
+  /** How long an Idempotency-Key is remembered: a retry within it gets the same job(s). */
+  readonly idempotencyTtlSeconds: number;
+  /** Most items one POST /v1/jobs/{type}/batch may carry. */
+  readonly batchMaxItems: number;
   /** Time a client has to send a whole request, headers and body; slower clients are cut off. */
   readonly requestTimeoutMs: number;
   readonly bodyLimit: number;
@@ -324,6 +330,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, app?: 'api' | '
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
     maxBacklog: e.MAX_BACKLOG,
     maxWaitSeconds: e.MAX_WAIT_SECONDS,
+    idempotencyTtlSeconds: e.IDEMPOTENCY_TTL_SECONDS,
+    batchMaxItems: e.BATCH_MAX_ITEMS,
     requestTimeoutMs: e.REQUEST_TIMEOUT_MS,
     bodyLimit: e.BODY_LIMIT,
     logLevel: e.LOG_LEVEL,

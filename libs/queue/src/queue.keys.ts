@@ -77,6 +77,11 @@ export function queueKeys(prefix: string) {
     cancelledView: (jobId: string) => `${prefix}:cancelled:${jobId}`,
     /** Hash of a fan-out job's children's progress (chunk index → percent), averaged into its own. */
     fanOutProgress: (parentId: string) => `${prefix}:fan-out-progress:${parentId}`,
+    /**
+     * The record of one Idempotency-Key of one caller (JSON: request fingerprint, planned job id, the
+     * job id(s) once known). `digest` hashes the caller and the key, so neither is kept in clear.
+     */
+    idempotency: (digest: string) => `${prefix}:idempotency:${digest}`,
   };
 }
 

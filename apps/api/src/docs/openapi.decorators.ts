@@ -40,3 +40,25 @@ export const ApiPreferWait = (): MethodDecorator & ClassDecorator =>
     schema: { type: 'string' },
     example: 'wait=10',
   });
+
+/** `Idempotency-Key` (IETF httpapi draft): a retry with the same key and body gets the same job. */
+export const ApiIdempotencyKey = (): MethodDecorator & ClassDecorator =>
+  ApiHeader({
+    name: 'Idempotency-Key',
+    required: false,
+    description:
+      'A retry with the same key and the same body gets the same job, from any replica, for `IDEMPOTENCY_TTL_SECONDS`; the same key with another body is `422`. Scoped to the caller\'s API key. 1–255 characters, bare or as a quoted string.',
+    schema: { type: 'string', minLength: 1, maxLength: 257 },
+    example: '"a1b2c3d4-order-42"',
+  });
+
+/** `Callback-Url`: one signed POST (Standard Webhooks) to that URL when the job finishes. */
+export const ApiCallbackUrl = (): MethodDecorator & ClassDecorator =>
+  ApiHeader({
+    name: 'Callback-Url',
+    required: false,
+    description:
+      'When the job finishes (completed, failed or cancelled) its final view is POSTed there, signed per Standard Webhooks (`webhook-id`, `webhook-timestamp`, `webhook-signature`), at least once. The host must be in `WEBHOOK_ALLOWED_HOSTS`.',
+    schema: { type: 'string', format: 'uri' },
+    example: 'https://hooks.example.com/jobs',
+  });

@@ -4,11 +4,27 @@ import { JobEvents } from './job-events';
 import { isFinal, JobView } from './job-view';
 
 const HEARTBEAT_MS = 15_000;
+/** The reconnection delay EventSource clients are told to use (the `retry:` field). */
+export const RECONNECT_MS = 1000;
+/** The id of the final event; a reconnect that has seen it is answered 204, which stops EventSource. */
+export const FINAL_EVENT_ID = 'final';
+
+/**
+ * The id of a progress event: the percentage itself. why derived from the job, not a counter: every
+ * replica gives the same event the same id, so a client that reconnects to another replica with
+ * `Last-Event-ID` is not sent again what it has already seen.
+ */
+export const progressEventId = (progress: number): string => String(progress);
+
+/** True when a reconnecting client's `Last-Event-ID` says it has seen the final event. */
+export const sawFinalEvent = (lastEventId: string | undefined): boolean => lastEventId === FINAL_EVENT_ID;
 
 /**
  * One job as Server-Sent Events: `progress` while it runs, then exactly one of `completed`, `failed`
- * or `cancelled` carrying the final view, then the stream ends. A draining replica ends the stream
- * early without a final event; EventSource clients reconnect to another replica.
+ * or `cancelled` carrying the final view, then the stream ends. Every event has an `id:` derived
+ * from the job (see `progressEventId`, `FINAL_EVENT_ID`), so a client reconnecting to any replica
+ * resumes where it was. A draining replica ends the stream early without a final event; EventSource
+ * clients reconnect to another replica.
  *
  * It listens from construction, before the caller's first read of the job, so nothing the job does
  * in between is missed.
@@ -34,9 +50,14 @@ export class JobStream {
     });
   }
 
-  /** Writes the stream to `res`, starting from `view`, re-reading the job with `load` when it settles. */
-  async pipe(res: ServerResponse, view: JobView, load: (state?: string) => Promise<JobView>, lifecycle: Lifecycle): Promise<void> {
-    const write = (event: string, data: unknown) => res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+  /**
+   * Writes the stream to `res`, starting from `view`, re-reading the job with `load` when it settles.
+   * `lastEventId` is the client's `Last-Event-ID` on a reconnect: progress it has already seen is
+   * not sent again.
+   */
+  async pipe(res: ServerResponse, view: JobView, load: (state?: string) => Promise<JobView>, lifecycle: Lifecycle, lastEventId?: string): Promise<void> {
+    const write = (event: string, data: unknown, id?: string) =>
+      res.write(`${id === undefined ? '' : `id: ${id}\n`}event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
     let closed = false;
     const stop = () => {
       closed = true;
@@ -44,8 +65,9 @@ export class JobStream {
     };
     const forget = lifecycle.onShutdown(stop);
     res.on('close', stop);
+    res.write(`retry: ${RECONNECT_MS}\n\n`);
     const heartbeat = setInterval(() => res.write(': keep-alive\n\n'), HEARTBEAT_MS);
-    let lastProgress: number | undefined;
+    let lastId = lastEventId;
     try {
       while (!closed) {
         const signalled = new Promise<void>((resolve) => (this.wake = resolve));
@@ -54,13 +76,13 @@ export class JobStream {
           view = await load(this.settledState);
         }
         if (isFinal(view)) {
-          write(view.status, view);
+          write(view.status, view, FINAL_EVENT_ID);
           break;
         }
         const progress = this.pendingProgress.splice(0).at(-1) ?? view.progress;
-        if (progress !== undefined && progress !== lastProgress) {
-          lastProgress = progress;
-          write('progress', { id: this.jobId, progress });
+        if (progress !== undefined && progressEventId(progress) !== lastId) {
+          lastId = progressEventId(progress);
+          write('progress', { id: this.jobId, progress }, lastId);
         }
         await signalled;
       }

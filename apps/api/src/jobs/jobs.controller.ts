@@ -1,14 +1,16 @@
 import { Body, Controller, Delete, Get, Headers, HttpCode, Inject, Param, Post, Req, Res } from '@nestjs/common';
-import { ApiBody, ApiOperation, ApiParam, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiBody, ApiHeader, ApiOperation, ApiParam, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { CONFIG, type Config } from '@app/config';
 import { Lifecycle } from '@app/health';
 import { JOB_INPUT, JOB_VIEW } from '../docs/job-types.openapi';
-import { ApiPreferWait, ApiProblems } from '../docs/openapi.decorators';
+import { ApiCallbackUrl, ApiIdempotencyKey, ApiPreferWait, ApiProblems } from '../docs/openapi.decorators';
 import { ServerTiming } from '../http/server-timing';
+import { parseIdempotencyKey } from '../idempotency/idempotency-key';
+import { callerOf } from '../security/caller';
 import { WebhookDeliveries } from '../webhooks/webhook-deliveries';
 import { JobEvents } from './job-events';
-import { JobStream } from './job-stream';
+import { JobStream, sawFinalEvent } from './job-stream';
 import { isFinal, JobView } from './job-view';
 import { JobsService } from './jobs.service';
 import { parsePreferWait } from './prefer-wait';
@@ -27,7 +29,10 @@ export class JobsController {
     @Inject(CONFIG) private readonly config: Config,
   ) {}
 
-  /** 200 with a finished view (cache hit, or finished within `Prefer: wait`), else 202 and a Location. */
+  /**
+   * 200 with a finished view (cache hit, or finished within `Prefer: wait`), else 202 and a Location.
+   * With an Idempotency-Key, a retry gets the same job (see Idempotency).
+   */
   @Post(':type')
   @ApiOperation({
     summary: 'Submit a job',
@@ -35,6 +40,8 @@ export class JobsController {
   })
   @ApiBody({ required: true, schema: JOB_INPUT })
   @ApiPreferWait()
+  @ApiIdempotencyKey()
+  @ApiCallbackUrl()
   @ApiResponse({ status: 200, description: 'Finished: a cache hit (`cached: true`), or finished within `Prefer: wait`.', content: VIEW })
   @ApiResponse({
     status: 202,
@@ -42,7 +49,20 @@ export class JobsController {
     headers: { Location: { description: '`/v1/jobs/{id}`', schema: { type: 'string' } } },
     content: VIEW,
   })
-  @ApiProblems('INVALID_INPUT', 'MALFORMED_REQUEST', 'UNKNOWN_JOB_TYPE', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE', 'QUEUE_UNAVAILABLE', 'BACKLOG_FULL', 'SHUTTING_DOWN')
+  @ApiProblems(
+    'INVALID_INPUT',
+    'MALFORMED_REQUEST',
+    'UNKNOWN_JOB_TYPE',
+    'INVALID_IDEMPOTENCY_KEY',
+    'IDEMPOTENCY_KEY_CONFLICT',
+    'INVALID_CALLBACK_URL',
+    'WEBHOOKS_DISABLED',
+    'PAYLOAD_TOO_LARGE',
+    'UNSUPPORTED_MEDIA_TYPE',
+    'QUEUE_UNAVAILABLE',
+    'BACKLOG_FULL',
+    'SHUTTING_DOWN',
+  )
   async submit(
     @Param('type') type: string,
     @Body() body: unknown,
@@ -54,10 +74,13 @@ export class JobsController {
     // Webhooks: a refused Callback-Url is a 400 before any work is queued (see WebhookDeliveries).
     const callback = this.webhooks.accept(callbackUrl);
     const timing = new ServerTiming();
+    const key = parseIdempotencyKey(req.headers['idempotency-key']);
     const view = await this.jobs.submit(type, body, {
       waitSeconds: parsePreferWait(prefer, this.config.maxWaitSeconds),
-      requestId: req.id,
+      submission: { requestId: req.id },
       timing,
+      idempotency: key === undefined ? undefined : { scope: callerOf(req.raw).scope, key },
+      callbackUrl: callback,
     });
     if (callback) await this.webhooks.register([view.id], callback, req.id);
     reply.header('server-timing', timing.toString());
@@ -89,25 +112,35 @@ export class JobsController {
     return view;
   }
 
+  /**
+   * Server-Sent Events. A reconnect whose `Last-Event-ID` is the final event's gets 204 No Content,
+   * which tells EventSource to stop instead of reconnecting for ever.
+   */
   @Get(':id/events')
   @ApiOperation({
     summary: 'Stream a job’s events',
     description:
-      'Server-Sent Events: `progress` (data `{id, progress}`) while it runs, then one of `completed`, `failed` or `cancelled` whose data is the final job view (`JobView`), then the stream ends. Comments (`: keep-alive`) every 15 s. A draining replica ends the stream without a final event: reconnect.',
+      'Server-Sent Events: `retry: 1000` first, then `progress` (data `{id, progress}`, event id the percentage) while it runs, then one of `completed`, `failed` or `cancelled` whose data is the final job view (`JobView`) and whose event id is `final`, then the stream ends. Comments (`: keep-alive`) every 15 s. A draining replica ends the stream without a final event: reconnect with `Last-Event-ID`, to any replica; progress resumes after that id, and a reconnect with `Last-Event-ID: final` gets `204` (EventSource then stops).',
   })
   @JOB_ID
+  @ApiHeader({ name: 'Last-Event-ID', required: false, description: 'Sent by EventSource on a reconnect: `final` gets 204; a percentage resumes progress after it.' })
   @ApiResponse({
     status: 200,
     description: 'The event stream.',
     content: {
       'text/event-stream': {
         schema: { type: 'string' },
-        example: 'event: progress\ndata: {"id":"6f1c…","progress":42}\n\nevent: completed\ndata: {"id":"6f1c…","type":"sum","status":"completed",…}\n\n',
+        example: 'retry: 1000\n\nid: 42\nevent: progress\ndata: {"id":"6f1c…","progress":42}\n\nid: final\nevent: completed\ndata: {"id":"6f1c…","type":"sum","status":"completed",…}\n\n',
       },
     },
   })
+  @ApiResponse({ status: 204, description: 'A reconnect after the final event (`Last-Event-ID: final`): nothing more will come.' })
   @ApiProblems('JOB_NOT_FOUND', 'QUEUE_UNAVAILABLE')
-  async stream(@Param('id') id: string, @Res() reply: FastifyReply): Promise<void> {
+  async stream(@Param('id') id: string, @Headers('last-event-id') lastEventId: string | undefined, @Res() reply: FastifyReply): Promise<void> {
+    if (sawFinalEvent(lastEventId)) {
+      await reply.status(204).send();
+      return;
+    }
     const stream = new JobStream(this.events, id);
     const view = await this.jobs.get(id).catch((error: unknown) => {
       stream.close();
@@ -121,6 +154,6 @@ export class JobsController {
       'x-accel-buffering': 'no',
       'x-request-id': reply.request.id,
     });
-    await stream.pipe(reply.raw, view, (state) => this.jobs.get(id, state), this.lifecycle);
+    await stream.pipe(reply.raw, view, (state) => this.jobs.get(id, state), this.lifecycle, lastEventId);
   }
 }

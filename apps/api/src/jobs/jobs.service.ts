@@ -4,30 +4,39 @@ import type IORedis from 'ioredis';
 import { type CachedResult, ResultCache } from '@app/cache';
 import { CONFIG, type Config } from '@app/config';
 import { Lifecycle } from '@app/health';
-import { canonicalJson, contentKey, JobDefinition, JobRegistry } from '@app/jobs';
-import { JobData, queueKeys, stopChildren } from '@app/queue';
-import { ApiError, FieldError } from '../http/api-error';
+import { JobDefinition, JobRegistry } from '@app/jobs';
+import { queueKeys, stopChildren } from '@app/queue';
+import { ApiError } from '../http/api-error';
 import { ServerTiming } from '../http/server-timing';
+import { Claim, Idempotency, IdempotencyKey } from '../idempotency/idempotency';
+import { requestFingerprint } from '../idempotency/idempotency-key';
 import { Backlog } from './backlog';
-import { JobEvents, type JobWatch } from './job-events';
+import { JobEvents } from './job-events';
+import { PreparedJob, prepareJob } from './job-input';
 import { JobStore } from './job-store';
 import { isFinal, JobView, viewOfCached, viewOfCancelled, viewOfJob } from './job-view';
+import { newJob, Submission } from './new-job';
 import { JobQueues, type JobsQueue, QUEUE_REDIS } from './queue.providers';
 import { SubmissionMetrics } from './submission.metrics';
 
 const QUEUED_STATES = new Set(['waiting', 'prioritized', 'delayed']);
+
+/** Whether a submission's outcome was counted yet: anything thrown before that counts as rejected. */
+interface Tally {
+  counted: boolean;
+}
 /** How long DELETE waits for a running job to be aborted by its worker before answering 202. */
 const CANCEL_CONFIRM_MS = 3000;
 
-type Admission =
-  | { outcome: 'cached'; view: JobView }
-  | { outcome: 'joined'; id: string; queue: JobsQueue }
-  | { outcome: 'queued'; id: string; queue: JobsQueue; queued: JobView; watch?: JobWatch };
-
 export interface SubmitOptions {
   waitSeconds: number;
-  requestId?: string;
+  /** What the POST carries into the job besides its input (see Submission). */
+  submission: Submission;
   timing?: ServerTiming;
+  /** The request's Idempotency-Key: a retry with it gets the same job. */
+  idempotency?: IdempotencyKey;
+  /** The request's Callback-Url (registered by the controller): part of what an Idempotency-Key covers. */
+  callbackUrl?: string;
 }
 
 /** The job lifecycle as the HTTP API sees it: submit, read, wait, cancel. */
@@ -44,6 +53,7 @@ export class JobsService {
     private readonly backlog: Backlog,
     private readonly events: JobEvents,
     private readonly lifecycle: Lifecycle,
+    private readonly idempotency: Idempotency,
     private readonly metrics: SubmissionMetrics,
     @Inject(CONFIG) private readonly config: Config,
   ) {
@@ -52,42 +62,59 @@ export class JobsService {
 
   /**
    * Validates `body` as the input of `type`, answers from the cache when it can, and otherwise
-   * enqueues the job, joining an identical job already queued or running (single flight).
+   * enqueues the job, joining an identical job already queued or running (single flight). With an
+   * Idempotency-Key, a retry gets the job the first request got, whatever became of it.
    */
-  async submit(type: string, body: unknown, { waitSeconds, requestId, timing }: SubmitOptions): Promise<JobView> {
-    const def = this.registry.get(type);
-    if (!def) throw new ApiError('UNKNOWN_JOB_TYPE', `No job type named "${type}"; GET /v1/job-types lists them`);
-    let admission: Admission;
+  async submit(type: string, body: unknown, options: SubmitOptions): Promise<JobView> {
+    const def = this.definition(type);
+    const tally: Tally = { counted: false };
     try {
-      admission = await this.admit(def, body, waitSeconds, requestId, timing);
+      return await this.submitAs(def, body, options, tally);
     } catch (error) {
-      this.metrics.submission(def.name, 'rejected');
+      // Invalid input, backlog full, Redis away: thrown before the job was cached, joined or queued.
+      if (!tally.counted) this.metrics.submission(def.name, 'rejected');
       throw error;
-    }
-    this.metrics.submission(def.name, admission.outcome);
-    switch (admission.outcome) {
-      case 'cached':
-        return admission.view;
-      case 'joined':
-        return waitSeconds > 0 ? this.waitUntilFinal(admission.id, waitSeconds * 1000, timing, admission.queue) : this.get(admission.id, undefined, admission.queue);
-      case 'queued': {
-        const { id, queue, queued, watch } = admission;
-        if (!watch) return queued;
-        const view = await watch.until(waitSeconds * 1000, (state) => this.get(id, state, queue), isFinal, queued);
-        timing?.mark('wait');
-        return view;
-      }
     }
   }
 
-  /** Validation, the cache, admission control and the add: what a submission becomes. */
-  private async admit(def: JobDefinition, body: unknown, waitSeconds: number, requestId?: string, timing?: ServerTiming): Promise<Admission> {
-    if (this.lifecycle.shuttingDown) throw new ApiError('SHUTTING_DOWN', 'This replica is shutting down', { retryAfterSeconds: 1 });
-    const inputJson = canonicalJson(this.validate(def, body));
-    const key = contentKey(def, inputJson);
-    timing?.mark('validate');
+  private async submitAs(def: JobDefinition, body: unknown, options: SubmitOptions, tally: Tally): Promise<JobView> {
+    const job = prepareJob(def, body);
+    options.timing?.mark('validate');
+    if (!options.idempotency) return this.enqueue(job, options, tally);
     this.assertRedisUp();
+    const callback = options.callbackUrl ? [`callback ${options.callbackUrl}`] : [];
+    const fingerprint = requestFingerprint([`POST /v1/jobs/${def.name}`, job.inputJson, ...callback]);
+    let view: JobView | undefined;
+    const id = await this.idempotency.once(options.idempotency, fingerprint, async (claim) => {
+      view = await this.enqueue(job, { ...options, waitSeconds: 0 }, tally, claim);
+      return view.id;
+    });
+    // A retry under the key joins the job the first request got.
+    if (!tally.counted) this.count(def, 'joined', tally);
+    if (view?.id === id && (isFinal(view) || options.waitSeconds === 0)) return view;
+    return options.waitSeconds > 0 ? this.waitUntilFinal(id, options.waitSeconds * 1000, options.timing) : this.get(id);
+  }
 
+  private count(def: JobDefinition, outcome: 'cached' | 'joined' | 'queued', tally: Tally): void {
+    tally.counted = true;
+    this.metrics.submission(def.name, outcome);
+  }
+
+  /** The definition of a registered type, if this replica takes work: else a 404 or 503 problem. */
+  definition(type: string): JobDefinition {
+    const def = this.registry.get(type);
+    if (!def) throw new ApiError('UNKNOWN_JOB_TYPE', `No job type named "${type}"; GET /v1/job-types lists them`);
+    if (this.lifecycle.shuttingDown) throw new ApiError('SHUTTING_DOWN', 'This replica is shutting down', { retryAfterSeconds: 1 });
+    return def;
+  }
+
+  /**
+   * Answers `job` from the cache, or enqueues it (or joins an identical one in flight): under a new
+   * id, or under an Idempotency-Key's claim.
+   */
+  private async enqueue(job: PreparedJob, { waitSeconds, submission, timing }: SubmitOptions, tally: Tally, claim?: Claim): Promise<JobView> {
+    const { def, key } = job;
+    this.assertRedisUp();
     let cached: CachedResult | null | undefined;
     if (def.cacheTtlSeconds > 0) {
       // why: the cache may be a separate Redis; when it is away (null), the job simply runs again.
@@ -95,43 +122,39 @@ export class JobsService {
       this.metrics.cacheLookup(def.name, cached ? 'hit' : cached === null ? 'error' : 'miss');
     }
     timing?.mark('cache');
-    if (cached) return { outcome: 'cached', view: viewOfCached(cached) };
+    if (cached) {
+      this.count(def, 'cached', tally);
+      return viewOfCached(cached);
+    }
     const queue = this.queues.get(def.queue);
-    const backlog = await this.backlog.waiting(queue);
-    if (backlog >= this.config.maxBacklog) {
+    const { admitted, backlog } = await this.backlog.admit(queue, 1);
+    if (admitted === 0) {
       throw new ApiError('BACKLOG_FULL', `${backlog} jobs are waiting in queue "${queue.name}"; retry later`, { retryAfterSeconds: 5 });
     }
-
-    const newId = randomUUID();
+    const newId = claim?.plannedId ?? randomUUID();
     // why subscribe first: a fast job could finish between the add and a later subscription.
     const watch = waitSeconds > 0 ? this.events.watch(newId) : undefined;
-    const data: JobData = { inputJson, version: def.version, key, requestId };
-    const job = await queue
-      .add(def.name, data, {
-        jobId: newId,
-        priority: def.priority,
-        // why: the deduplication key lives until the job completes or fails, so identical submissions
-        // from any replica join the job in flight. The worker writes the cache before completing, so
-        // once the key is released the cache answers instead.
-        deduplication: { id: key },
-        attempts: def.retry.attempts,
-        backoff: { type: 'exponential', delay: def.retry.backoffMs },
-        removeOnComplete: { age: this.config.jobRetentionSeconds },
-        removeOnFail: { age: this.config.jobRetentionSeconds },
-      })
-      .catch((error: unknown) => {
-        watch?.close();
-        throw error;
-      });
-    timing?.mark('enqueue');
-    const id = job.id!;
-    if (id !== newId) {
-      // Joined an identical job already queued or running (or just finished).
+    const { name, data, opts } = newJob(job, newId, submission, this.config.jobRetentionSeconds);
+    claim?.adding();
+    const added = await queue.add(name, data, opts).catch((error: unknown) => {
       watch?.close();
-      return { outcome: 'joined', id, queue };
+      throw error;
+    });
+    timing?.mark('enqueue');
+    const id = added.id!;
+    const queued: JobView = { id, type: def.name, status: 'queued', attempts: 0, createdAt: new Date(added.timestamp).toISOString() };
+    if (id !== newId || claim?.takeover) {
+      // Joined an identical job already queued or running (or just finished), or, taking over a
+      // dead request's key, found the job it had added.
+      watch?.close();
+      this.count(def, 'joined', tally);
+      return waitSeconds > 0 ? this.waitUntilFinal(id, waitSeconds * 1000, timing, queue) : this.get(id, undefined, queue);
     }
-    const queued: JobView = { id, type: def.name, status: 'queued', attempts: 0, createdAt: new Date(job.timestamp).toISOString() };
-    return { outcome: 'queued', id, queue, queued, watch };
+    this.count(def, 'queued', tally);
+    if (!watch) return queued;
+    const view = await watch.until(waitSeconds * 1000, (state) => this.get(id, state, queue), isFinal, queued);
+    timing?.mark('wait');
+    return view;
   }
 
   /**
@@ -185,19 +208,9 @@ export class JobsService {
    * why: BullMQ waits for a connection it never had (Redis down at start-up) instead of failing;
    * answering 503 at once keeps every request within its own timeout.
    */
-  private assertRedisUp(): void {
+  assertRedisUp(): void {
     if (this.redis.status !== 'ready') {
       throw new ApiError('QUEUE_UNAVAILABLE', 'Redis is unreachable; retry shortly', { retryAfterSeconds: 5 });
     }
-  }
-
-  private validate(def: JobDefinition, body: unknown): unknown {
-    const parsed = def.input.safeParse(body);
-    if (parsed.success) return parsed.data;
-    const errors: FieldError[] = parsed.error.issues.slice(0, 20).map((issue) => ({
-      field: issue.path.map(String).join('.'),
-      message: issue.code === 'unrecognized_keys' ? `unknown field(s): ${issue.keys.join(', ')}` : issue.message,
-    }));
-    throw new ApiError('INVALID_INPUT', `The input for "${def.name}" is invalid`, { errors });
   }
 }

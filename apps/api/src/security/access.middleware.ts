@@ -6,6 +6,7 @@ import { CONFIG, type Config } from '@app/config';
 import { ApiError } from '../http/api-error';
 import { QUEUE_REDIS } from '../jobs/queue.providers';
 import { ApiKeys } from './api-keys';
+import { attachCaller, keyScope } from './caller';
 import { clientAddress } from './client-address';
 import { RateLimiter } from './rate-limiter';
 
@@ -38,16 +39,20 @@ export class AccessMiddleware implements NestMiddleware {
         );
       }
     }
-    if (this.limiter) {
-      const decision = await this.limiter.take(this.clientOf(req, keyName)).catch((error: unknown) => {
-        // why fail open: the limiter protects Redis-backed work, which answers 503 by itself if Redis is down.
-        this.logger.warn(`rate limiter unavailable, letting the request through: ${String(error)}`);
-        return { allowed: true, retryAfterSeconds: 0 };
-      });
-      if (!decision.allowed) {
-        return next(new ApiError('RATE_LIMITED', 'Too many requests; slow down', { retryAfterSeconds: decision.retryAfterSeconds }));
-      }
-    }
+    const limiter = this.limiter;
+    const client = limiter ? this.clientOf(req, keyName) : '';
+    const charge = async (wanted: number) =>
+      limiter
+        ? limiter.takeUpTo(client, wanted).catch((error: unknown) => {
+            // why fail open: the limiter protects Redis-backed work, which answers 503 by itself if Redis is down.
+            this.logger.warn(`rate limiter unavailable, letting the request through: ${String(error)}`);
+            return { granted: wanted, retryAfterSeconds: 0 };
+          })
+        : { granted: wanted, retryAfterSeconds: 0 };
+    // The request itself costs one; a batch charges its other items once it has read them.
+    const { granted, retryAfterSeconds } = await charge(1);
+    if (granted === 0) return next(new ApiError('RATE_LIMITED', 'Too many requests; slow down', { retryAfterSeconds }));
+    attachCaller(req, { scope: keyScope(keyName), charge });
     next();
   }
 

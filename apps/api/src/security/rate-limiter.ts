@@ -2,26 +2,31 @@ import type IORedis from 'ioredis';
 
 /**
  * GCRA (a token bucket kept as one timestamp per client) in one atomic Lua call, on Redis time, so
- * every API replica shares the same budget. Returns {allowed, retryAfterMs}.
+ * every API replica shares the same budget. Takes up to ARGV[3] requests at once (a batch counts
+ * its items) and returns {taken, waitMs}: how many it took, and when the next one would fit.
  */
 const GCRA = `
 local now_parts = redis.call('TIME')
 local now = tonumber(now_parts[1]) * 1000 + math.floor(tonumber(now_parts[2]) / 1000)
 local interval = tonumber(ARGV[1])
 local tolerance = tonumber(ARGV[2])
+local wanted = tonumber(ARGV[3])
 local tat = tonumber(redis.call('GET', KEYS[1]) or now)
 if tat < now then tat = now end
-local next_tat = tat + interval
-local allow_at = next_tat - tolerance - interval
-if allow_at > now then
-  return {0, allow_at - now}
+local fit = math.floor((now + tolerance + interval - tat) / interval)
+local taken = math.max(0, math.min(wanted, fit))
+if taken == 0 then
+  return {0, math.ceil(tat - tolerance - now)}
 end
+local next_tat = tat + taken * interval
 redis.call('SET', KEYS[1], next_tat, 'PX', math.ceil(next_tat - now) + 1000)
-return {1, 0}
+return {taken, math.max(0, math.ceil(next_tat - tolerance - now))}
 `;
 
-export interface RateDecision {
-  allowed: boolean;
+export interface RateGrant {
+  /** How many of the requests asked for fit in the budget now. */
+  granted: number;
+  /** When the next one would (at least 1 s, for Retry-After). */
   retryAfterSeconds: number;
 }
 
@@ -40,11 +45,12 @@ export class RateLimiter {
     this.toleranceMs = this.intervalMs * (burst - 1);
   }
 
-  async take(client: string): Promise<RateDecision> {
-    const [allowed, waitMs] = (await this.redis.eval(GCRA, 1, `${this.prefix}:ratelimit:${client}`, this.intervalMs, this.toleranceMs)) as [
+  /** Takes up to `wanted` requests from `client`'s budget at once, as many as fit. */
+  async takeUpTo(client: string, wanted: number): Promise<RateGrant> {
+    const [granted, waitMs] = (await this.redis.eval(GCRA, 1, `${this.prefix}:ratelimit:${client}`, this.intervalMs, this.toleranceMs, wanted)) as [
       number,
       number,
     ];
-    return { allowed: allowed === 1, retryAfterSeconds: Math.max(1, Math.ceil(waitMs / 1000)) };
+    return { granted, retryAfterSeconds: Math.max(1, Math.ceil(waitMs / 1000)) };
   }
 }

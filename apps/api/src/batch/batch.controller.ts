@@ -1,0 +1,112 @@
+import { Body, Controller, Headers, Inject, Param, Post, Req, Res } from '@nestjs/common';
+import { ApiBody, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
+import type { ContentObject } from '@nestjs/swagger/dist/interfaces/open-api-spec.interface';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { CONFIG, type Config } from '@app/config';
+import { JOB_INPUT, JOB_VIEW } from '../docs/job-types.openapi';
+import { ApiCallbackUrl, ApiIdempotencyKey, ApiPreferWait, ApiProblems } from '../docs/openapi.decorators';
+import { schemaRef } from '../docs/openapi.schemas';
+import { Problem } from '../http/problem';
+import { ServerTiming } from '../http/server-timing';
+import { parseIdempotencyKey } from '../idempotency/idempotency-key';
+import { isFinal, JobView } from '../jobs/job-view';
+import { parsePreferWait } from '../jobs/prefer-wait';
+import { callerOf } from '../security/caller';
+import { WebhookDeliveries } from '../webhooks/webhook-deliveries';
+import { BatchService } from './batch.service';
+
+/** One item of a batch's answer: the status a single POST of it would have had, and its job or problem. */
+export type BatchItemReply = { status: number; job: JobView } | { status: number; problem: Problem };
+
+const ITEMS: ContentObject = {
+  'application/json': {
+    schema: {
+      type: 'object',
+      required: ['items'],
+      properties: {
+        items: {
+          type: 'array',
+          description: 'One entry per item, in order: the status a single POST of it would have had, and its job or its problem.',
+          items: {
+            oneOf: [
+              { type: 'object', required: ['status', 'job'], properties: { status: { type: 'integer', enum: [200, 202] }, job: JOB_VIEW } },
+              { type: 'object', required: ['status', 'problem'], properties: { status: { type: 'integer' }, problem: schemaRef('Problem') } },
+            ],
+          },
+        },
+      },
+    },
+  },
+};
+
+@ApiTags('jobs')
+@Controller('v1/jobs')
+export class BatchController {
+  constructor(
+    private readonly batches: BatchService,
+    private readonly webhooks: WebhookDeliveries,
+    @Inject(CONFIG) private readonly config: Config,
+  ) {}
+
+  /**
+   * `{"items": [input, …]}` → `{"items": [entry, …]}`, one entry per item in order. 200 when every
+   * entry is final (a finished job or a problem), else 202.
+   */
+  @Post(':type/batch')
+  @ApiOperation({
+    summary: 'Submit a batch of jobs',
+    description:
+      'Validates every item (an invalid item fails alone), answers cache hits at once, joins identical work, and enqueues the rest in one round trip to Redis. At most `BATCH_MAX_ITEMS` items; rate limits and `MAX_BACKLOG` count items.',
+  })
+  @ApiBody({ required: true, schema: { type: 'object', required: ['items'], properties: { items: { type: 'array', items: JOB_INPUT, minItems: 1 } } } })
+  @ApiPreferWait()
+  @ApiIdempotencyKey()
+  @ApiCallbackUrl()
+  @ApiResponse({ status: 200, description: 'Every entry final: a finished job or a problem.', content: ITEMS })
+  @ApiResponse({ status: 202, description: 'Some jobs queued or running.', content: ITEMS })
+  @ApiProblems(
+    'INVALID_INPUT',
+    'MALFORMED_REQUEST',
+    'UNKNOWN_JOB_TYPE',
+    'INVALID_IDEMPOTENCY_KEY',
+    'IDEMPOTENCY_KEY_CONFLICT',
+    'INVALID_CALLBACK_URL',
+    'WEBHOOKS_DISABLED',
+    'PAYLOAD_TOO_LARGE',
+    'UNSUPPORTED_MEDIA_TYPE',
+    'QUEUE_UNAVAILABLE',
+    'SHUTTING_DOWN',
+  )
+  async submit(
+    @Param('type') type: string,
+    @Body() body: unknown,
+    @Headers('prefer') prefer: string | undefined,
+    @Headers('callback-url') callbackUrl: string | undefined,
+    @Req() req: FastifyRequest,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ): Promise<{ items: BatchItemReply[] }> {
+    // Webhooks: a refused Callback-Url is a 400 before any item is queued (see WebhookDeliveries).
+    const callback = this.webhooks.accept(callbackUrl);
+    const timing = new ServerTiming();
+    const key = parseIdempotencyKey(req.headers['idempotency-key']);
+    const caller = callerOf(req.raw);
+    const entries = await this.batches.submit(type, body, {
+      waitSeconds: parsePreferWait(prefer, this.config.maxWaitSeconds),
+      submission: { requestId: req.id },
+      timing,
+      idempotency: key === undefined ? undefined : { scope: caller.scope, key },
+      caller,
+      callbackUrl: callback,
+    });
+    if (callback) {
+      const ids = [...new Set(entries.flatMap((entry) => ('view' in entry ? [entry.view.id] : [])))];
+      if (ids.length > 0) await this.webhooks.register(ids, callback, req.id);
+    }
+    const items = entries.map((entry): BatchItemReply =>
+      'problem' in entry ? { status: entry.problem.status, problem: entry.problem } : { status: isFinal(entry.view) ? 200 : 202, job: entry.view },
+    );
+    reply.header('server-timing', timing.toString());
+    reply.status(items.every((item) => item.status !== 202) ? 200 : 202);
+    return { items };
+  }
+}

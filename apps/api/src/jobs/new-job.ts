@@ -1,0 +1,41 @@
+import type { JobsOptions } from 'bullmq';
+import type { JobData } from '@app/queue';
+import type { PreparedJob } from './job-input';
+
+/**
+ * What one submission (a POST, single or batch) carries into every job it creates besides the input.
+ * why one type: a new per-submission option (a callback URL, say) is added here and in `newJob`, and
+ * reaches single and batch submissions, idempotent or not, alike.
+ */
+export interface Submission {
+  /** Request id of the POST, so the worker's log lines for its jobs carry it. */
+  readonly requestId?: string;
+}
+
+/** A job as BullMQ's `add` and `addBulk` take it. */
+export interface NewJob {
+  name: string;
+  data: JobData;
+  opts: JobsOptions;
+}
+
+/** The BullMQ job for `job` with id `jobId`: the one place its data and options are decided. */
+export function newJob(job: PreparedJob, jobId: string, submission: Submission, retentionSeconds: number): NewJob {
+  const { def, inputJson, key } = job;
+  return {
+    name: def.name,
+    data: { inputJson, version: def.version, key, requestId: submission.requestId },
+    opts: {
+      jobId,
+      priority: def.priority,
+      // why: the deduplication key lives until the job completes or fails, so identical submissions
+      // from any replica join the job in flight. The worker writes the cache before completing, so
+      // once the key is released the cache answers instead.
+      deduplication: { id: key },
+      attempts: def.retry.attempts,
+      backoff: { type: 'exponential', delay: def.retry.backoffMs },
+      removeOnComplete: { age: retentionSeconds },
+      removeOnFail: { age: retentionSeconds },
+    },
+  };
+}
