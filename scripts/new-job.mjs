@@ -148,7 +148,7 @@ export const ${ident} = defineJob({
   description: 'TODO: say what ${name} computes. (Generated example: the start below \`below\` with the longest Collatz chain.)',
   // why 10^7: every value on the way stays far below 2^53, so plain numbers are exact.
   input: z.strictObject({ below: z.int().min(2).max(10_000_000) }),
-  examples: [{ below: 100_000 }], // shown in the API docs, run by `npm run test:image`
+  examples: [{ below: 100_000 }], // shown in the API docs, run by \`npm run test:image\`
   output: z.object({ start: z.int(), steps: z.int() }),
   timeoutMs: 60_000, // capped by JOB_TIMEOUT_MS
   cacheTtlSeconds: 3600, // 0 disables caching

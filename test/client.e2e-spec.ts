@@ -33,7 +33,7 @@ async function problemOf(promise: Promise<unknown>): Promise<ProblemError> {
 
 const VIEW_FIELDS = ['id', 'type', 'status', 'progress', 'result', 'error', 'cached', 'attempts', 'createdAt', 'startedAt', 'finishedAt'];
 const TYPE_FIELDS: Array<keyof JobTypeInfo> = [
-  'type', 'version', 'runsVersions', 'description', 'queue', 'priority', 'inputSchema', 'outputSchema', 'timeoutMs', 'cacheTtlSeconds', 'maxAttempts',
+  'type', 'version', 'runsVersions', 'description', 'queue', 'priority', 'inputSchema', 'outputSchema', 'examples', 'timeoutMs', 'cacheTtlSeconds', 'maxAttempts',
 ];
 
 describe('JobsClient', () => {

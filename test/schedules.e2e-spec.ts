@@ -93,7 +93,7 @@ describe('recurring jobs', () => {
         type: 'chaos',
         name: 'tick',
         everyMs: TICK_MS,
-        input: { mode: 'ok', ms: 0, tag: 'tick' },
+        input: { mode: 'ok', ms: 0, lines: 0, tag: 'tick' },
         nextRunAt: expect.any(String),
         nextJobId: expect.stringMatching(tickId),
       },

@@ -51,6 +51,8 @@ export interface JobTypeInfo {
   inputSchema: unknown;
   /** JSON Schema of the result. */
   outputSchema: unknown;
+  /** Request bodies that show how to call it. */
+  examples: unknown[];
   timeoutMs: number;
   cacheTtlSeconds: number;
   maxAttempts: number;

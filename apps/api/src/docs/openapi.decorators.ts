@@ -47,9 +47,9 @@ export const ApiIdempotencyKey = (): MethodDecorator & ClassDecorator =>
     name: 'Idempotency-Key',
     required: false,
     description:
-      'A retry with the same key and the same body gets the same job, from any replica, for `IDEMPOTENCY_TTL_SECONDS`; the same key with another body is `422`. Scoped to the caller\'s API key. 1–255 characters, bare or as a quoted string.',
+      'A retry with the same key and the same body gets the same job, from any replica, for `IDEMPOTENCY_TTL_SECONDS`; the same key with another body is `422`. Scoped to the caller\'s API key. 1–255 characters, bare or as a quoted string, e.g. `"5f3a1c2e-order-1234"`.',
+    // why no `example`: Swagger UI would send it with every "Try it out", reusing one key.
     schema: { type: 'string', minLength: 1, maxLength: 257 },
-    example: '"a1b2c3d4-order-42"',
   });
 
 /** `Callback-Url`: one signed POST (Standard Webhooks) to that URL when the job finishes. */
@@ -58,7 +58,7 @@ export const ApiCallbackUrl = (): MethodDecorator & ClassDecorator =>
     name: 'Callback-Url',
     required: false,
     description:
-      'When the job finishes (completed, failed or cancelled) its final view is POSTed there, signed per Standard Webhooks (`webhook-id`, `webhook-timestamp`, `webhook-signature`), at least once. The host must be in `WEBHOOK_ALLOWED_HOSTS`.',
+      'When the job finishes (completed, failed or cancelled) its final view is POSTed there, signed per Standard Webhooks (`webhook-id`, `webhook-timestamp`, `webhook-signature`), at least once. The host must be in `WEBHOOK_ALLOWED_HOSTS`. E.g. `https://hooks.example.com/jobs`.',
+    // why no `example`: Swagger UI would send it with every "Try it out" (a 400 where webhooks are off).
     schema: { type: 'string', format: 'uri' },
-    example: 'https://hooks.example.com/jobs',
   });
