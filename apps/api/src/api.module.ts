@@ -1,14 +1,13 @@
 import { DynamicModule, Inject, MiddlewareConsumer, Module, NestModule, RequestMethod } from '@nestjs/common';
 import { APP_FILTER } from '@nestjs/core';
 import { Queue } from 'bullmq';
-import type IORedis from 'ioredis';
 import { CACHE_REDIS, CacheModule } from '@app/cache';
 import { CONFIG, Config, ConfigModule } from '@app/config';
 import { HEALTH_INDICATORS, HealthController, HealthIndicator, Lifecycle } from '@app/health';
 import { JobRegistry } from '@app/jobs';
 import { type Logger, LoggingModule } from '@app/logging';
 import { MetricsModule } from '@app/metrics';
-import { pingRedis } from '@app/redis';
+import { pingRedis, type RedisClient } from '@app/redis';
 import { DemoModule } from './demo/demo.module';
 import { ProblemFilter } from './http/problem.filter';
 import { JobTypesController } from './job-types/job-types.controller';
@@ -19,6 +18,7 @@ import { JobsController } from './jobs/jobs.controller';
 import { JobsService } from './jobs/jobs.service';
 import { QueueMetrics } from './jobs/queue.metrics';
 import { QUEUE_REDIS, QueueCloser, queueProviders } from './jobs/queue.providers';
+import { ReplicaAck } from './jobs/replica-ack';
 import { AccessMiddleware } from './security/access.middleware';
 
 /** The HTTP API: validates, enqueues, reads and cancels jobs. Its event loop only does I/O. */
@@ -38,12 +38,13 @@ export class ApiModule implements NestModule {
         JobEvents,
         JobStore,
         Backlog,
+        ReplicaAck,
         JobsService,
         QueueMetrics,
         {
           provide: HEALTH_INDICATORS,
           inject: [QUEUE_REDIS, CACHE_REDIS],
-          useFactory: (queueRedis: IORedis, cacheRedis: IORedis): HealthIndicator[] => [
+          useFactory: (queueRedis: RedisClient, cacheRedis: RedisClient): HealthIndicator[] => [
             { name: 'queueRedis', check: () => pingRedis(queueRedis) },
             // why not critical: without the cache every submission still runs, just without reuse.
             { name: 'cacheRedis', check: () => pingRedis(cacheRedis), critical: false },

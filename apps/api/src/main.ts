@@ -5,7 +5,7 @@ import { loadConfig } from '@app/config';
 import { Lifecycle } from '@app/health';
 import { JobRegistry } from '@app/jobs';
 import { createLogger, NestPinoLogger, registerRequestLog } from '@app/logging';
-import { watchEvictionPolicy } from '@app/redis';
+import { checkRedisTargets, watchEvictionPolicy } from '@app/redis';
 import { ApiModule } from './api.module';
 import { configureFastify, createAdapter } from './http/fastify.setup';
 import { QUEUE_REDIS } from './jobs/queue.providers';
@@ -19,6 +19,8 @@ process.once('SIGINT', onSignal);
 
 async function bootstrap(): Promise<void> {
   const config = loadConfig(process.env, 'api');
+  // why before anything connects: a wrong Sentinel set or cluster seed list stops start-up here, naming its variable.
+  await checkRedisTargets(config.queueRedis, config.cacheRedis);
   const pino = createLogger(config, 'api');
   const logger = new NestPinoLogger(pino);
   const app = await NestFactory.create<NestFastifyApplication>(ApiModule.forRoot(config, pino), createAdapter(config), {

@@ -5,7 +5,7 @@ import { loadConfig } from '@app/config';
 import { Lifecycle } from '@app/health';
 import { JobRegistry, knownVersions } from '@app/jobs';
 import { createLogger, NestPinoLogger } from '@app/logging';
-import { watchEvictionPolicy } from '@app/redis';
+import { checkRedisTargets, watchEvictionPolicy } from '@app/redis';
 import { JobProcessor } from './processor/job-processor';
 import { WORKER_REDIS } from './processor/worker-redis';
 import { WORKER_QUEUES } from './processor/worker-queues';
@@ -23,6 +23,8 @@ process.once('SIGINT', onSignal);
 
 async function bootstrap(): Promise<void> {
   const config = loadConfig(process.env, 'worker');
+  // why before anything connects: a wrong Sentinel set or cluster seed list stops start-up here, naming its variable.
+  await checkRedisTargets(config.queueRedis, config.cacheRedis);
   const pino = createLogger(config, 'worker');
   const logger = new NestPinoLogger(pino);
   const app = await NestFactory.create<NestFastifyApplication>(WorkerModule.forRoot(config, pino), new FastifyAdapter(), {

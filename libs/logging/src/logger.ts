@@ -8,10 +8,12 @@ export const REDACTED_PATHS = [
   'req.headers.cookie',
   'password',
   '*.password',
-  'redisUrl',
-  'cacheRedisUrl',
-  '*.redisUrl',
-  '*.cacheRedisUrl',
+  'queueRedis.url',
+  'cacheRedis.url',
+  '*.queueRedis.url',
+  '*.cacheRedis.url',
+  '*.queueRedis.password',
+  '*.cacheRedis.password',
 ];
 
 /** The process's one pino logger: JSON lines on stdout, `name` saying which app wrote them. */

@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
-import type IORedis from 'ioredis';
 import { ResultCache } from '@app/cache';
 import { CONFIG, type Config } from '@app/config';
 import { Lifecycle } from '@app/health';
 import { canonicalJson, contentKey, JobDefinition, JobRegistry } from '@app/jobs';
 import { JobData, queueKeys, stopChildren } from '@app/queue';
+import type { RedisClient } from '@app/redis';
 import { ApiError, FieldError } from '../http/api-error';
 import { ServerTiming } from '../http/server-timing';
 import { Backlog } from './backlog';
@@ -13,6 +13,7 @@ import { JobEvents } from './job-events';
 import { JobStore } from './job-store';
 import { isFinal, JobView, viewOfCached, viewOfCancelled, viewOfJob } from './job-view';
 import { JobQueues, type JobsQueue, QUEUE_REDIS } from './queue.providers';
+import { ReplicaAck } from './replica-ack';
 
 const QUEUED_STATES = new Set(['waiting', 'prioritized', 'delayed']);
 /** How long DELETE waits for a running job to be aborted by its worker before answering 202. */
@@ -32,11 +33,12 @@ export class JobsService {
   constructor(
     private readonly registry: JobRegistry,
     private readonly queues: JobQueues,
-    @Inject(QUEUE_REDIS) private readonly redis: IORedis,
+    @Inject(QUEUE_REDIS) private readonly redis: RedisClient,
     private readonly store: JobStore,
     private readonly cache: ResultCache,
     private readonly backlog: Backlog,
     private readonly events: JobEvents,
+    private readonly replicas: ReplicaAck,
     private readonly lifecycle: Lifecycle,
     @Inject(CONFIG) private readonly config: Config,
   ) {
@@ -70,7 +72,12 @@ export class JobsService {
     // why subscribe first: a fast job could finish between the add and a later subscription.
     const watch = waitSeconds > 0 ? this.events.watch(newId) : undefined;
     const data: JobData = { inputJson, version: def.version, key, requestId };
-    const job = await queue
+    const abandon = (error: unknown): never => {
+      watch?.close();
+      throw error;
+    };
+    const job = await this.queues
+      .submitter(def.queue)
       .add(def.name, data, {
         jobId: newId,
         priority: def.priority,
@@ -83,11 +90,11 @@ export class JobsService {
         removeOnComplete: { age: this.config.jobRetentionSeconds },
         removeOnFail: { age: this.config.jobRetentionSeconds },
       })
-      .catch((error: unknown) => {
-        watch?.close();
-        throw error;
-      });
+      .catch(abandon);
     timing?.mark('enqueue');
+    // A joined job too: joining wrote a "deduplicated" event after the job it joined, so replicas
+    // that have this connection's writes have that job.
+    await this.replicas.confirm(queue, job.id!, timing).catch(abandon);
     const id = job.id!;
     const queued: JobView = { id, type: def.name, status: 'queued', attempts: 0, createdAt: new Date(job.timestamp).toISOString() };
     if (id !== newId) {

@@ -22,7 +22,7 @@ export class CancelListener implements OnApplicationBootstrap, OnApplicationShut
   ) {
     this.logger = logger.child({ context: CancelListener.name });
     this.channel = queueKeys(config.redisPrefix).cancelChannel;
-    this.subscriber = createRedis(config.redisUrl, 'blocking', 'nest-offload:worker-cancel');
+    this.subscriber = createRedis(config.queueRedis, 'blocking', 'nest-offload:worker-cancel');
   }
 
   async onApplicationBootstrap(): Promise<void> {

@@ -1,9 +1,9 @@
 import { Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
 import { Queue, WaitingChildrenError } from 'bullmq';
-import type IORedis from 'ioredis';
 import { CONFIG, type Config } from '@app/config';
 import { CodedJobError, JobDefinition, JobFailureCode } from '@app/jobs';
 import { childJobId, JobData, queueKeys, queuePrefix, stopChildren } from '@app/queue';
+import type { RedisClient } from '@app/redis';
 import { JobPool, RunOptions } from '../pool/job-pool';
 import type { PlannedChild } from '../pool/thread-protocol';
 import type { QueueJob } from './slot-worker';
@@ -23,7 +23,7 @@ export class FanOut implements OnApplicationShutdown {
 
   constructor(
     private readonly pool: JobPool,
-    @Inject(WORKER_REDIS) private readonly redis: IORedis,
+    @Inject(WORKER_REDIS) private readonly redis: RedisClient,
     @Inject(CONFIG) private readonly config: Config,
   ) {
     this.keys = queueKeys(config.redisPrefix);
