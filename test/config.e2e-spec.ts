@@ -76,7 +76,10 @@ describe('start-up check of Sentinel and Cluster seeds', () => {
       expect(result.stderr).not.toMatch(/\n\s+at /);
       expect(result.stderr).not.toContain('not-the-password');
     });
-    // A wrong answer stops at once; only silence waits out the 10 s.
-    expect(Math.max(...results.slice(0, 4).map((r) => r.ms))).toBeLessThan(8000);
+    console.log(`[start-up check] exit after (ms): ${results.map((r, i) => `${Object.keys(cases[i][1])[0]}… ${r.ms}`).join('; ')}`);
+    // A wrong answer stops at once; only silence waits out the 10 s. why relative: six apps starting
+    // at once take 5-9 s to load here, so the wrong answers are compared with the silent lists.
+    const [answered, silent] = [results.slice(0, 4), results.slice(4)].map((rs) => rs.map((r) => r.ms));
+    expect(Math.max(...answered)).toBeLessThan(Math.min(...silent) - 5000);
   }, 60_000);
 });
