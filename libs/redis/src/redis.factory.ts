@@ -26,8 +26,9 @@ const ROLE_OPTIONS: Record<RedisRole, RedisOptions> = {
 const backOff = (attempt: number) => Math.min(attempt * 100, 2000);
 
 /**
- * why: a primary demoted by a failover keeps its connections and refuses writes with READONLY;
- * reconnecting asks Sentinel for the new primary, and 2 resends the refused command there.
+ * why (Sentinel only): a primary demoted by a failover keeps its connections and refuses writes
+ * with READONLY; reconnecting asks Sentinel for the new primary, and 2 resends the refused command
+ * there. A URL names one server: reconnecting to it would only loop.
  */
 const reconnectOnReadOnly = (error: Error) => (error.message.startsWith('READONLY') ? 2 : false);
 
@@ -56,12 +57,13 @@ export function createRedis(target: RedisTarget, role: RedisRole, name: string):
     };
     client = new Cluster(target.nodes.map((n) => ({ ...n })), options);
   } else {
-    const options: RedisOptions = { ...common, enableOfflineQueue, retryStrategy: backOff, reconnectOnError: reconnectOnReadOnly };
+    const options: RedisOptions = { ...common, enableOfflineQueue, retryStrategy: backOff };
     client =
       target.kind === 'standalone'
         ? new Redis(target.url, options)
         : new Redis({
             ...options,
+            reconnectOnError: reconnectOnReadOnly,
             sentinels: target.sentinels.map((s) => ({ ...s })),
             name: target.name,
             // Sentinels take the same credentials and TLS as the data nodes (as e.g. the Bitnami chart sets them up).

@@ -80,8 +80,8 @@ async function ask(target: RedisTarget, seed: RedisHost): Promise<Answer> {
     if (/unknown command/i.test(message) && target.kind === 'sentinel') {
       return { ok: false, problem: `${target.variable}: ${where} is not a Sentinel (it answered: ${message.split('\n')[0]})` };
     }
-    if (/cluster support disabled/i.test(message)) {
-      return { ok: false, problem: `${target.variable}: ${where} is not a Redis Cluster node (cluster support disabled); use REDIS_URL or REDIS_SENTINELS for it` };
+    if (/cluster support disabled|unknown command/i.test(message)) {
+      return { ok: false, problem: `${target.variable}: ${where} is not a Redis Cluster node (it answered: ${message.split('\n')[0]})` };
     }
     return { ok: false, unreachable: message.split('\n')[0] };
   } finally {
