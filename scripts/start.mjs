@@ -90,7 +90,8 @@ function stop(code = 0) {
 process.on('SIGINT', () => stop(0));
 process.on('SIGTERM', () => stop(0));
 
-const env = { ...process.env, REDIS_URL: await localRedis() };
+// A Sentinel set or Cluster named in the environment is used as it is (the apps check it at start-up).
+const env = process.env.REDIS_SENTINELS || process.env.REDIS_CLUSTER_NODES ? { ...process.env } : { ...process.env, REDIS_URL: await localRedis() };
 run('api', 'dist/apps/api/src/main.js', env);
 run('worker', 'dist/apps/worker/src/main.js', env);
 const port = env.PORT || 3000;

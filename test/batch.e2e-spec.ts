@@ -7,6 +7,7 @@ import { Reply, request, submit } from './support/http';
 import { MonitoredCommand, RedisMonitor } from './support/redis-monitor';
 import { RedisServer } from './support/redis';
 import { RedisProxy } from './support/redis-proxy';
+import { waitFor } from './support/wait';
 
 const sumOf = (n: number) => ((BigInt(n) * BigInt(n + 1)) / 2n).toString();
 
@@ -190,6 +191,13 @@ describe('batch submissions', () => {
       const viaProxy = await startApp('api', { ...env, REDIS_URL: proxy.url });
       try {
         const flights = () => ({ queue: proxy.flights('nest-offload:api'), cache: proxy.flights('nest-offload:cache') });
+        // Ready comes before the API's last start-up reads (the schedules it registers): let them pass.
+        let settled = JSON.stringify(flights());
+        await waitFor(async () => {
+          await new Promise((resolve) => setTimeout(resolve, 800));
+          const now = JSON.stringify(flights());
+          return now === settled || ((settled = now), false);
+        }, { what: 'the API to stop talking to Redis after start-up', timeoutMs: 15_000 });
         const before = flights();
         const res = await postBatch(viaProxy, 'sum', Array.from({ length: 1000 }, (_, i) => ({ n: 10_000 + i })));
         const after = flights();

@@ -3,7 +3,7 @@ import { join, posix } from 'node:path';
 import { selectQueues } from '../apps/worker/src/processor/worker-queues';
 import { loadConfig } from '@app/config';
 import { JobRegistry } from '@app/jobs';
-import { readAcceptedEnv, readRepoFile, readWorkerHandBackGraceMs, ROOT } from './deploy/app-source';
+import { readAcceptedEnv, readRepoFile, readWorkerHandBackGraceMs, redisUrlOf, ROOT } from './deploy/app-source';
 import { envOf, inheritedInstructions, lastOf, parseDockerfile } from './deploy/dockerfile';
 import { ComposeService, durationMs, memoryMiB, readYaml } from './deploy/manifests';
 
@@ -105,7 +105,7 @@ describe('docker/compose.yaml', () => {
 
   it('runs the queue Redis without eviction and with an append-only file, as the queue needs', () => {
     for (const [, service] of apps) {
-      const command = redisFor(config(service).redisUrl);
+      const command = redisFor(redisUrlOf(config(service).queueRedis));
       expect(command).toMatch(/--maxmemory-policy noeviction\b/);
       expect(command).toMatch(/--appendonly yes\b/);
     }
@@ -113,7 +113,8 @@ describe('docker/compose.yaml', () => {
 
   it('runs a separate cache Redis, bounded by maxmemory with allkeys-lru', () => {
     for (const [, service] of apps) {
-      const { redisUrl, cacheRedisUrl } = config(service);
+      const redisUrl = redisUrlOf(config(service).queueRedis);
+      const cacheRedisUrl = redisUrlOf(config(service).cacheRedis);
       expect(new URL(cacheRedisUrl).hostname).not.toBe(new URL(redisUrl).hostname);
       const command = redisFor(cacheRedisUrl);
       expect(command).toMatch(/--maxmemory-policy allkeys-lru\b/);

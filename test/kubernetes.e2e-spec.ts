@@ -5,7 +5,7 @@ import { parse, parseAllDocuments } from 'yaml';
 import { QUEUE_BACKLOG_METRIC } from '../apps/api/src/jobs/queue.metrics';
 import { JobRegistry } from '@app/jobs';
 import { BULL_STRUCTURES, bullKey } from '@app/queue';
-import { readAcceptedEnv, readRepoFile, readWorkerHandBackGraceMs, ROOT } from './deploy/app-source';
+import { readAcceptedEnv, readRepoFile, readWorkerHandBackGraceMs, redisUrlOf, ROOT } from './deploy/app-source';
 import { applyPatch, kustomizeCommand, Manifest, nameSuffix } from './deploy/kustomize';
 import { cpuCores, K8sObject, memoryMiB, readYaml, selects, Workload } from './deploy/manifests';
 import { allows, matches, NetworkPolicy } from './deploy/network-policy';
@@ -307,7 +307,7 @@ describe('docker/kubernetes/overlays/dev: a working stack on a laptop cluster', 
   const args = (w: Workload) => (w.spec.template.spec.containers[0].args ?? []).join(' ');
 
   it('brings a single-replica queue Redis: a StatefulSet with an append-only file on a volume and noeviction', () => {
-    const queue = redisWorkload(new URL(dev.config(dev.api).redisUrl).hostname);
+    const queue = redisWorkload(new URL(redisUrlOf(dev.config(dev.api).queueRedis)).hostname);
     expect(queue.kind).toBe('StatefulSet');
     expect(queue.spec.replicas).toBe(1);
     expect(args(queue)).toMatch(/--appendonly yes\b/);
@@ -319,15 +319,15 @@ describe('docker/kubernetes/overlays/dev: a working stack on a laptop cluster', 
 
   it('brings a separate cache Redis bounded by maxmemory with allkeys-lru', () => {
     const config = dev.config(dev.api);
-    expect(config.cacheRedisUrl).not.toBe(config.redisUrl);
-    const cache = redisWorkload(new URL(config.cacheRedisUrl).hostname);
+    expect(redisUrlOf(config.cacheRedis)).not.toBe(redisUrlOf(config.queueRedis));
+    const cache = redisWorkload(new URL(redisUrlOf(config.cacheRedis)).hostname);
     expect(args(cache)).toMatch(/--maxmemory-policy allkeys-lru\b/);
     const maxMiB = memoryMiB(/--maxmemory (\d+)mb\b/.exec(args(cache))![1] + 'Mi');
     expect(maxMiB).toBeLessThan(memoryMiB(cache.spec.template.spec.containers[0].resources!.limits!.memory));
   });
 
   it("points every app and KEDA at the queue Redis, KEDA by the Service's full name (it runs in its own namespace)", () => {
-    const hosts = [dev.api, ...dev.apps('worker')].map((w) => new URL(dev.config(w).redisUrl).hostname);
+    const hosts = [dev.api, ...dev.apps('worker')].map((w) => new URL(redisUrlOf(dev.config(w).queueRedis)).hostname);
     expect(new Set(hosts).size).toBe(1);
     const auth = dev.ofKind<TriggerAuthentication>('TriggerAuthentication')[0];
     const address = dev.secret(auth.spec.secretTargetRef!.find((r) => r.parameter === 'address')!.name)!.address;

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import type { RedisTarget } from '@app/config';
 
 export const ROOT = join(__dirname, '..', '..');
 
@@ -44,4 +45,10 @@ export function readWorkerHandBackGraceMs(): number {
   const value = /const HAND_BACK_GRACE_MS = ([\d_]+);/.exec(source)?.[1];
   if (!value) throw new Error('apps/worker/src/main.ts: HAND_BACK_GRACE_MS not found; update test/deploy/app-source.ts');
   return Number(value.replaceAll('_', ''));
+}
+
+/** The URL of a standalone Redis the config points at (manifests and compose name one by URL). */
+export function redisUrlOf(target: RedisTarget): string {
+  if (target.kind !== 'standalone') throw new Error(`${target.variable}: expected a Redis URL, found ${target.kind}`);
+  return target.url;
 }

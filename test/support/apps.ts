@@ -76,7 +76,17 @@ export class AppProcess {
   }
 
   async ready(timeoutMs = 20_000): Promise<void> {
-    await waitFor(async () => (await fetch(`${this.url}/health/ready`)).ok, { timeoutMs, what: `${this.kind} ready` });
+    let last = '';
+    await waitFor(
+      async () => {
+        const res = await fetch(`${this.url}/health/ready`);
+        last = await res.text();
+        return res.ok;
+      },
+      { timeoutMs, what: `${this.kind} ready` },
+    ).catch((error: Error) => {
+      throw new Error(`${error.message}; last readiness answer: ${last}`);
+    });
   }
 
   async live(timeoutMs = 20_000): Promise<void> {
@@ -97,11 +107,14 @@ export class AppProcess {
 
 export type AppEnv = Record<string, string | undefined>;
 
-/** Starts a built app (of this tree, or of the copy at `root`) with `env` on a free port; resolves once it is ready (or live, for `waitFor: 'live'`). */
+/**
+ * Starts a built app (of this tree, or of the copy at `root`) with `env` on a free port; resolves once
+ * it is ready (or live, for `waitFor: 'live'`) within `timeoutMs`.
+ */
 export async function startApp(
   kind: 'api' | 'worker',
   env: AppEnv,
-  { waitFor: until = 'ready', root = ROOT }: { waitFor?: 'ready' | 'live' | 'none'; root?: string } = {},
+  { waitFor: until = 'ready', root = ROOT, timeoutMs = 20_000 }: { waitFor?: 'ready' | 'live' | 'none'; root?: string; timeoutMs?: number } = {},
 ): Promise<AppProcess> {
   const port = await freePort();
   const portVar = kind === 'api' ? 'PORT' : 'WORKER_PORT';
@@ -112,11 +125,12 @@ export async function startApp(
   });
   const app = new AppProcess(kind, port, proc);
   try {
-    if (until === 'ready') await app.ready();
-    if (until === 'live') await app.live();
+    if (until === 'ready') await app.ready(timeoutMs);
+    if (until === 'live') await app.live(timeoutMs);
   } catch (error) {
     app.signal('SIGKILL');
-    throw new Error(`${kind} did not start: ${String(error)}\n${app.stderr.join('')}`);
+    const lastLines = app.logs.slice(-5).map((l) => JSON.stringify(l)).join('\n');
+    throw new Error(`${kind} did not start: ${String(error)}\n${app.stderr.join('')}\n${lastLines}`);
   }
   return app;
 }

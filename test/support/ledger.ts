@@ -53,6 +53,7 @@ export async function expectedResult(type: string, input: any): Promise<unknown>
     case 'fibonacci':
       return fib(input.n);
     case 'sum':
+    case 'parallel-sum':
       return ((BigInt(input.n) * (BigInt(input.n) + 1n)) / 2n).toString();
     case 'pbkdf2': {
       const key = await pbkdf2Async(input.password, input.salt, input.iterations, input.keylen ?? 64, input.digest ?? 'sha512');

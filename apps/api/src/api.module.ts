@@ -1,7 +1,6 @@
 import { DynamicModule, Inject, MiddlewareConsumer, Module, NestModule, RequestMethod } from '@nestjs/common';
 import { APP_FILTER } from '@nestjs/core';
 import { Queue } from 'bullmq';
-import type IORedis from 'ioredis';
 import { CACHE_REDIS, CacheModule } from '@app/cache';
 import { CONFIG, Config, ConfigModule } from '@app/config';
 import { HEALTH_INDICATORS, HealthController, HealthIndicator, Lifecycle } from '@app/health';
@@ -9,7 +8,7 @@ import { JobRegistry } from '@app/jobs';
 import { type Logger, LoggingModule } from '@app/logging';
 import { MetricsModule } from '@app/metrics';
 import { checkSchedules } from '@app/queue';
-import { pingRedis } from '@app/redis';
+import { pingRedis, type RedisClient } from '@app/redis';
 import { type Tracing, TracingModule } from '@app/tracing';
 import { BatchController } from './batch/batch.controller';
 import { BatchService } from './batch/batch.service';
@@ -25,6 +24,7 @@ import { JobsController } from './jobs/jobs.controller';
 import { JobsService } from './jobs/jobs.service';
 import { QueueMetrics } from './jobs/queue.metrics';
 import { QUEUE_REDIS, QueueCloser, queueProviders } from './jobs/queue.providers';
+import { ReplicaAck } from './jobs/replica-ack';
 import { ScheduleRegistrar } from './schedules/schedule-registrar';
 import { SchedulesController } from './schedules/schedules.controller';
 import { SubmissionMetrics } from './jobs/submission.metrics';
@@ -59,6 +59,7 @@ export class ApiModule implements NestModule {
         JobStore,
         Backlog,
         Idempotency,
+        ReplicaAck,
         JobsService,
         BatchService,
         QueueMetrics,
@@ -69,7 +70,7 @@ export class ApiModule implements NestModule {
         {
           provide: HEALTH_INDICATORS,
           inject: [QUEUE_REDIS, CACHE_REDIS],
-          useFactory: (queueRedis: IORedis, cacheRedis: IORedis): HealthIndicator[] => [
+          useFactory: (queueRedis: RedisClient, cacheRedis: RedisClient): HealthIndicator[] => [
             { name: 'queueRedis', check: () => pingRedis(queueRedis) },
             // why not critical: without the cache every submission still runs, just without reuse.
             { name: 'cacheRedis', check: () => pingRedis(cacheRedis), critical: false },

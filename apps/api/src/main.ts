@@ -7,7 +7,7 @@ import { Lifecycle } from '@app/health';
 import { JobRegistry } from '@app/jobs';
 import { createLogger, NestPinoLogger, QUIET_PATHS, registerRequestLog } from '@app/logging';
 import { registerHttpMetrics } from '@app/metrics';
-import { watchEvictionPolicy } from '@app/redis';
+import { checkRedisTargets, watchEvictionPolicy } from '@app/redis';
 import { startTracing } from '@app/tracing';
 import { registerAdminAccess } from './admin/admin-access';
 import { ApiModule } from './api.module';
@@ -24,6 +24,8 @@ process.once('SIGINT', onSignal);
 
 async function bootstrap(): Promise<void> {
   const config = loadConfig(process.env, 'api');
+  // why before anything connects: a wrong Sentinel set or cluster seed list stops start-up here, naming its variable.
+  await checkRedisTargets(config.queueRedis, config.cacheRedis);
   const pino = createLogger(config, 'api');
   const logger = new NestPinoLogger(pino);
   const tracing = startTracing(config, 'api', pino);

@@ -6,7 +6,7 @@ import { Lifecycle } from '@app/health';
 import { JobRegistry, knownVersions } from '@app/jobs';
 import { createLogger, NestPinoLogger } from '@app/logging';
 import { registerHttpMetrics } from '@app/metrics';
-import { watchEvictionPolicy } from '@app/redis';
+import { checkRedisTargets, watchEvictionPolicy } from '@app/redis';
 import { startTracing } from '@app/tracing';
 import { Registry } from 'prom-client';
 import { JobProcessor } from './processor/job-processor';
@@ -26,6 +26,8 @@ process.once('SIGINT', onSignal);
 
 async function bootstrap(): Promise<void> {
   const config = loadConfig(process.env, 'worker');
+  // why before anything connects: a wrong Sentinel set or cluster seed list stops start-up here, naming its variable.
+  await checkRedisTargets(config.queueRedis, config.cacheRedis);
   const pino = createLogger(config, 'worker');
   const logger = new NestPinoLogger(pino);
   const tracing = startTracing(config, 'worker', pino);

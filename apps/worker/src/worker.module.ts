@@ -1,5 +1,4 @@
 import { DynamicModule, Inject, Module, OnApplicationShutdown } from '@nestjs/common';
-import type IORedis from 'ioredis';
 import { CacheModule } from '@app/cache';
 import { Config, ConfigModule } from '@app/config';
 import { HEALTH_INDICATORS, HealthController, HealthIndicator, Lifecycle } from '@app/health';
@@ -7,7 +6,7 @@ import { JobRegistry } from '@app/jobs';
 import { type Logger, LoggingModule } from '@app/logging';
 import { MetricsModule } from '@app/metrics';
 import { checkSchedules } from '@app/queue';
-import { closeRedis, createRedis, pingRedis } from '@app/redis';
+import { closeRedis, createRedis, pingRedis, type RedisClient } from '@app/redis';
 import { type Tracing, TracingModule } from '@app/tracing';
 import { JobPool } from './pool/job-pool';
 import { CancelListener } from './processor/cancel.listener';
@@ -25,7 +24,7 @@ function assert(ok: boolean, problem: string): void {
 
 /** Closes the worker's queue connection last, after the BullMQ worker has let go of it. */
 class WorkerRedisCloser implements OnApplicationShutdown {
-  constructor(@Inject(WORKER_REDIS) private readonly redis: IORedis) {}
+  constructor(@Inject(WORKER_REDIS) private readonly redis: RedisClient) {}
 
   async onApplicationShutdown(): Promise<void> {
     await closeRedis(this.redis);
@@ -48,7 +47,7 @@ export class WorkerModule {
       providers: [
         { provide: JobRegistry, useValue: registry },
         { provide: WORKER_QUEUES, useValue: queues },
-        { provide: WORKER_REDIS, useFactory: () => createRedis(config.redisUrl, 'durable', 'nest-offload:worker') },
+        { provide: WORKER_REDIS, useFactory: () => createRedis(config.queueRedis, 'durable', 'nest-offload:worker') },
         WorkerRedisCloser,
         Lifecycle,
         JobPool,
@@ -60,7 +59,7 @@ export class WorkerModule {
         {
           provide: HEALTH_INDICATORS,
           inject: [WORKER_REDIS, JobPool, JobProcessor],
-          useFactory: (redis: IORedis, pool: JobPool, processor: JobProcessor): HealthIndicator[] => [
+          useFactory: (redis: RedisClient, pool: JobPool, processor: JobProcessor): HealthIndicator[] => [
             { name: 'queueRedis', check: () => pingRedis(redis) },
             { name: 'pool', check: async () => assert(pool.alive, 'pool closed') },
             { name: 'consumer', check: async () => assert(processor.running, 'not consuming every queue') },

@@ -1,7 +1,6 @@
 import { Global, Inject, Module, OnApplicationShutdown } from '@nestjs/common';
-import type IORedis from 'ioredis';
 import { CONFIG, type Config } from '@app/config';
-import { closeRedis, createRedis } from '@app/redis';
+import { closeRedis, createRedis, type RedisClient } from '@app/redis';
 import { ResultCache } from './result-cache';
 
 /** Injection token of the cache Redis connection (CACHE_REDIS_URL). */
@@ -13,18 +12,18 @@ export const CACHE_REDIS = Symbol('CACHE_REDIS');
     {
       provide: CACHE_REDIS,
       inject: [CONFIG],
-      useFactory: (config: Config) => createRedis(config.cacheRedisUrl, 'request', 'nest-offload:cache'),
+      useFactory: (config: Config) => createRedis(config.cacheRedis, 'request', 'nest-offload:cache'),
     },
     {
       provide: ResultCache,
       inject: [CACHE_REDIS, CONFIG],
-      useFactory: (redis: IORedis, config: Config) => new ResultCache(redis, config.redisPrefix, config.cacheMemoryMb * 1024 ** 2),
+      useFactory: (redis: RedisClient, config: Config) => new ResultCache(redis, config.redisPrefix, config.cacheMemoryMb * 1024 ** 2),
     },
   ],
   exports: [CACHE_REDIS, ResultCache],
 })
 export class CacheModule implements OnApplicationShutdown {
-  constructor(@Inject(CACHE_REDIS) private readonly redis: IORedis) {}
+  constructor(@Inject(CACHE_REDIS) private readonly redis: RedisClient) {}
 
   async onApplicationShutdown(): Promise<void> {
     await closeRedis(this.redis);

@@ -4,8 +4,8 @@ describe('loadConfig', () => {
   it('applies documented defaults', () => {
     const config = loadConfig({});
     expect(config).toMatchObject({
-      redisUrl: 'redis://127.0.0.1:6379',
-      cacheRedisUrl: 'redis://127.0.0.1:6379',
+      queueRedis: { kind: 'standalone', url: 'redis://127.0.0.1:6379', variable: 'REDIS_URL', tls: false },
+      redisMinReplicasAck: 0,
       port: 3000,
       workerPort: 3001,
       bodyLimit: 5 * 1024 * 1024,
@@ -16,12 +16,14 @@ describe('loadConfig', () => {
     });
     expect(config.workerThreads).toBeGreaterThanOrEqual(1);
     expect(Object.isFrozen(config)).toBe(true);
+    expect(config.cacheRedis).toBe(config.queueRedis);
   });
 
   it('reads sizes with units and keeps CACHE_REDIS_URL separate when given', () => {
     const config = loadConfig({ BODY_LIMIT: '512kb', CACHE_REDIS_URL: 'rediss://:secret@cache:6380/2', PORT: '8080' });
     expect(config.bodyLimit).toBe(512 * 1024);
-    expect(config.cacheRedisUrl).toBe('rediss://:secret@cache:6380/2');
+    expect(config.cacheRedis).toMatchObject({ kind: 'standalone', url: 'rediss://:secret@cache:6380/2', variable: 'CACHE_REDIS_URL', tls: true });
+    expect(config.queueRedis).toMatchObject({ kind: 'standalone', url: 'redis://127.0.0.1:6379' });
     expect(config.port).toBe(8080);
   });
 
@@ -182,5 +184,81 @@ describe('loadConfig tracing settings', () => {
 
   it('does not echo the exporter headers, which carry credentials', () => {
     expect(() => loadConfig({ OTEL_EXPORTER_OTLP_HEADERS: 'secret-token' })).toThrow(/value hidden/);
+  });
+});
+
+describe('loadConfig Redis topologies', () => {
+  it('reads a Sentinel set, its credentials and TLS, and shares it with the cache', () => {
+    const config = loadConfig({
+      REDIS_SENTINELS: 'sentinel-0.redis:26379, sentinel-1.redis:26379,[::1]:26380',
+      REDIS_SENTINEL_NAME: 'mymaster',
+      REDIS_USERNAME: 'app',
+      REDIS_PASSWORD: 'hunter2',
+      REDIS_TLS: 'true',
+    });
+    expect(config.queueRedis).toEqual({
+      kind: 'sentinel',
+      name: 'mymaster',
+      sentinels: [
+        { host: 'sentinel-0.redis', port: 26379 },
+        { host: 'sentinel-1.redis', port: 26379 },
+        { host: '::1', port: 26380 },
+      ],
+      variable: 'REDIS_SENTINELS',
+      username: 'app',
+      password: 'hunter2',
+      tls: true,
+    });
+    expect(config.cacheRedis).toBe(config.queueRedis);
+    expect(Object.isFrozen(config.queueRedis)).toBe(true);
+    expect(config.queueRedis.kind === 'sentinel' && Object.isFrozen(config.queueRedis.sentinels[0])).toBe(true);
+  });
+
+  it('reads cluster seeds, and a cache of another topology', () => {
+    const config = loadConfig({
+      REDIS_CLUSTER_NODES: '10.0.0.1:6379,10.0.0.2:6379',
+      CACHE_REDIS_SENTINELS: 'cache-sentinel:26379',
+      CACHE_REDIS_SENTINEL_NAME: 'cache',
+      REDIS_PASSWORD: 'pw',
+    });
+    expect(config.queueRedis).toMatchObject({ kind: 'cluster', nodes: [{ host: '10.0.0.1', port: 6379 }, { host: '10.0.0.2', port: 6379 }], variable: 'REDIS_CLUSTER_NODES', password: 'pw' });
+    expect(config.cacheRedis).toMatchObject({ kind: 'sentinel', name: 'cache', variable: 'CACHE_REDIS_SENTINELS', password: 'pw' });
+    expect(loadConfig({ CACHE_REDIS_CLUSTER_NODES: 'c:7000' }).cacheRedis).toMatchObject({ kind: 'cluster', variable: 'CACHE_REDIS_CLUSTER_NODES' });
+  });
+
+  it('gives a URL without credentials REDIS_USERNAME and REDIS_PASSWORD, and keeps the credentials a URL has', () => {
+    const bare = loadConfig({ REDIS_URL: 'redis://queue:6379', REDIS_USERNAME: 'app', REDIS_PASSWORD: 'from-secret' });
+    expect(bare.queueRedis).toMatchObject({ kind: 'standalone', username: 'app', password: 'from-secret', tls: false });
+    const own = loadConfig({ REDIS_URL: 'rediss://:in-url@queue:6379', REDIS_PASSWORD: 'from-secret' });
+    expect(own.queueRedis).toMatchObject({ tls: true });
+    expect(own.queueRedis.password).toBeUndefined();
+    expect(loadConfig({ REDIS_TLS: 'true' }).queueRedis.tls).toBe(true);
+  });
+
+  it('reads REDIS_MIN_REPLICAS_ACK', () => {
+    expect(loadConfig({ REDIS_MIN_REPLICAS_ACK: '2' }).redisMinReplicasAck).toBe(2);
+    expect(() => loadConfig({ REDIS_MIN_REPLICAS_ACK: 'all' })).toThrow(/REDIS_MIN_REPLICAS_ACK: /);
+  });
+
+  it.each([
+    [{ REDIS_URL: 'redis://a:6379', REDIS_SENTINELS: 's:26379', REDIS_SENTINEL_NAME: 'm' }, /REDIS_URL: set together with REDIS_SENTINELS/],
+    [{ REDIS_URL: 'redis://a:6379', REDIS_CLUSTER_NODES: 'c:7000' }, /REDIS_URL: set together with REDIS_CLUSTER_NODES/],
+    [{ REDIS_SENTINELS: 's:26379', REDIS_SENTINEL_NAME: 'm', REDIS_CLUSTER_NODES: 'c:7000' }, /REDIS_SENTINELS: set together with REDIS_CLUSTER_NODES/],
+    [{ REDIS_SENTINELS: 's:26379' }, /REDIS_SENTINEL_NAME: required with REDIS_SENTINELS/],
+    [{ REDIS_SENTINEL_NAME: 'm' }, /REDIS_SENTINEL_NAME: set without REDIS_SENTINELS/],
+    [{ REDIS_SENTINELS: 's:26379,t', REDIS_SENTINEL_NAME: 'm' }, /REDIS_SENTINELS: must be comma-separated host:port pairs \(got "s:26379,t"\)/],
+    [{ REDIS_CLUSTER_NODES: 'c:99999' }, /REDIS_CLUSTER_NODES: ports must be 1-65535/],
+    [{ REDIS_CLUSTER_NODES: ' , ' }, /REDIS_CLUSTER_NODES: must name at least one host:port/],
+    [{ REDIS_CLUSTER_NODES: 'http://c:7000' }, /REDIS_CLUSTER_NODES: must be comma-separated host:port pairs/],
+    [{ CACHE_REDIS_URL: 'redis://c:6379', CACHE_REDIS_CLUSTER_NODES: 'c:7000' }, /CACHE_REDIS_URL: set together with CACHE_REDIS_CLUSTER_NODES/],
+    [{ CACHE_REDIS_SENTINELS: 's:26379' }, /CACHE_REDIS_SENTINEL_NAME: required with CACHE_REDIS_SENTINELS/],
+    [{ REDIS_SENTINELS: 's:26379', REDIS_SENTINEL_NAME: 'my master' }, /REDIS_SENTINEL_NAME: must be 1-128 printable characters/],
+  ])('refuses %j, naming the variable', (env, message) => {
+    expect(() => loadConfig(env)).toThrow(ConfigError);
+    expect(() => loadConfig(env)).toThrow(message);
+  });
+
+  it('never echoes REDIS_PASSWORD', () => {
+    expect(() => loadConfig({ REDIS_PASSWORD: 'x'.repeat(5000) })).toThrow(/REDIS_PASSWORD: .*value hidden/);
   });
 });

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { cpuBudget } from './cpu-budget';
+import { type RedisTarget, resolveTarget, standalone } from './redis-target';
 
 /**
  * Every setting the two apps read, parsed once at start-up from the environment.
@@ -34,6 +35,26 @@ const redisUrl = z
   .string()
   .trim()
   .refine((v) => URL.canParse(v) && /^rediss?:$/.test(new URL(v).protocol), 'must be a redis:// or rediss:// URL');
+
+// Sentinels or cluster seeds: comma-separated `host:port` (an IPv6 host in brackets: `[::1]:26379`).
+const hostList = z
+  .string()
+  .transform((v) => v.split(',').map((entry) => entry.trim()).filter(Boolean))
+  .pipe(
+    z
+      .array(z.string().regex(/^(\[[0-9a-fA-F:.]+\]|[\w.-]+):\d{1,5}$/, 'must be comma-separated host:port pairs'))
+      .min(1, 'must name at least one host:port'),
+  )
+  .transform((entries) =>
+    entries.map((entry) => {
+      const colon = entry.lastIndexOf(':');
+      return { host: entry.slice(0, colon).replace(/^\[(.*)\]$/, '$1'), port: Number(entry.slice(colon + 1)) };
+    }),
+  )
+  .refine((hosts) => hosts.every((h) => h.port >= 1 && h.port <= 65535), 'ports must be 1-65535');
+
+// Sentinel's name for the monitored primary (`sentinel monitor <name> …`).
+const sentinelName = z.string().trim().regex(/^[\x21-\x7e]{1,128}$/, 'must be 1-128 printable characters without spaces');
 
 // API keys: comma-separated, each `name=key` or a bare key; keys are 16+ printable characters.
 const apiKeys = z
@@ -106,15 +127,25 @@ function hostEntry(entry: string, ctx: z.RefinementCtx): WebhookHost | typeof z.
   return port === undefined ? { host } : { host, port };
 }
 
-const hostList = z
+const webhookHostList = z
   .string()
   .transform((v) => [...new Set(v.split(',').map((entry) => entry.trim()).filter(Boolean))])
   .pipe(z.array(z.string().transform(hostEntry)).min(1, 'must name at least one host'));
 
 const schema = z.object({
   NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
-  REDIS_URL: redisUrl.default('redis://127.0.0.1:6379'),
+  REDIS_URL: redisUrl.optional(),
+  REDIS_SENTINELS: hostList.optional(),
+  REDIS_SENTINEL_NAME: sentinelName.optional(),
+  REDIS_CLUSTER_NODES: hostList.optional(),
+  REDIS_USERNAME: z.string().regex(/^[\x21-\x7e]{1,256}$/, 'must be 1-256 printable characters without spaces').optional(),
+  REDIS_PASSWORD: z.string().max(4096, 'must be at most 4096 characters').optional(),
+  REDIS_TLS: bool.default(false),
+  REDIS_MIN_REPLICAS_ACK: int(0, 16).default(0),
   CACHE_REDIS_URL: redisUrl.optional(),
+  CACHE_REDIS_SENTINELS: hostList.optional(),
+  CACHE_REDIS_SENTINEL_NAME: sentinelName.optional(),
+  CACHE_REDIS_CLUSTER_NODES: hostList.optional(),
   CACHE_MEMORY_MB: int(0, 4096).default(16),
   REDIS_PREFIX: z
     .string()
@@ -150,7 +181,7 @@ const schema = z.object({
   QUEUE_DASHBOARD: bool.default(false),
   QUEUE_DASHBOARD_READONLY: bool.default(true),
   WEBHOOK_SECRET: webhookSecret.optional(),
-  WEBHOOK_ALLOWED_HOSTS: hostList.optional(),
+  WEBHOOK_ALLOWED_HOSTS: webhookHostList.optional(),
   WEBHOOK_ALLOW_PRIVATE_ADDRESSES: bool.default(false),
   WEBHOOK_MAX_ATTEMPTS: int(1, 100).default(12),
   WEBHOOK_BACKOFF_MS: int(10, 3_600_000).default(5000),
@@ -190,10 +221,12 @@ export interface WebhookConfig {
 
 export interface Config {
   readonly env: 'development' | 'production' | 'test';
-  /** Queue Redis (BullMQ). Must not evict keys. */
-  readonly redisUrl: string;
-  /** Result-cache Redis; may be a separate instance with an LRU policy. */
-  readonly cacheRedisUrl: string;
+  /** Queue Redis (BullMQ): a URL, a Sentinel set or a Cluster. Must not evict keys. */
+  readonly queueRedis: RedisTarget;
+  /** Result-cache Redis; the queue Redis unless set, may be a separate one with an LRU policy. */
+  readonly cacheRedis: RedisTarget;
+  /** Replicas that must acknowledge a job's write (Redis WAIT) before the API answers 202; 0 is off. */
+  readonly redisMinReplicasAck: number;
   /** In-process memory for recently read cache entries (per replica); 0 turns it off. */
   readonly cacheMemoryMb: number;
   /** Prefix of every Redis key this service writes (BullMQ's prefix too). */
@@ -260,7 +293,9 @@ export interface Config {
 }
 
 /** Variables whose values may hold credentials: never echoed in error messages. */
-const SECRET = new Set(['REDIS_URL', 'CACHE_REDIS_URL', 'API_KEYS', 'OTEL_EXPORTER_OTLP_HEADERS', 'WEBHOOK_SECRET']);
+const SECRET = new Set(['REDIS_URL', 'CACHE_REDIS_URL', 'REDIS_PASSWORD', 'API_KEYS', 'OTEL_EXPORTER_OTLP_HEADERS', 'WEBHOOK_SECRET']);
+
+const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
 
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
@@ -287,7 +322,28 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, app?: 'api' | '
     );
   }
   const e = parsed.data;
+  const auth = { username: e.REDIS_USERNAME, password: e.REDIS_PASSWORD, tls: e.REDIS_TLS };
+  const redisProblems: string[] = [];
+  const queueRedis =
+    resolveTarget(
+      { prefix: 'REDIS_', url: e.REDIS_URL, sentinels: e.REDIS_SENTINELS, sentinelName: e.REDIS_SENTINEL_NAME, clusterNodes: e.REDIS_CLUSTER_NODES },
+      auth,
+      redisProblems,
+    ) ?? standalone(DEFAULT_REDIS_URL, 'REDIS_URL', auth);
+  const cacheRedis =
+    resolveTarget(
+      {
+        prefix: 'CACHE_REDIS_',
+        url: e.CACHE_REDIS_URL,
+        sentinels: e.CACHE_REDIS_SENTINELS,
+        sentinelName: e.CACHE_REDIS_SENTINEL_NAME,
+        clusterNodes: e.CACHE_REDIS_CLUSTER_NODES,
+      },
+      auth,
+      redisProblems,
+    ) ?? queueRedis;
   const refused = [
+    ...redisProblems,
     e.CHAOS_JOBS && e.NODE_ENV === 'production' && 'CHAOS_JOBS: must not be enabled when NODE_ENV=production',
     e.DEMO && e.NODE_ENV === 'production' && 'DEMO: must not be enabled when NODE_ENV=production',
     app === 'api' &&
@@ -313,8 +369,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, app?: 'api' | '
   if (refused.length > 0) throw new ConfigError(refused);
   return Object.freeze({
     env: e.NODE_ENV,
-    redisUrl: e.REDIS_URL,
-    cacheRedisUrl: e.CACHE_REDIS_URL ?? e.REDIS_URL,
+    queueRedis,
+    cacheRedis,
+    redisMinReplicasAck: e.REDIS_MIN_REPLICAS_ACK,
     cacheMemoryMb: e.CACHE_MEMORY_MB,
     redisPrefix: e.REDIS_PREFIX,
     host: e.HOST,

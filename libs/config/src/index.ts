@@ -1,3 +1,4 @@
 export { ConfigError, loadConfig } from './config';
 export type { Config, WebhookConfig, WebhookHost } from './config';
+export type { RedisHost, RedisTarget } from './redis-target';
 export { CONFIG, ConfigModule } from './config.module';

@@ -8,11 +8,17 @@ export const REDACTED_PATHS = [
   'req.headers.cookie',
   'password',
   '*.password',
-  'redisUrl',
-  'cacheRedisUrl',
-  '*.redisUrl',
-  '*.cacheRedisUrl',
+  'queueRedis.url',
+  'cacheRedis.url',
+  '*.queueRedis.url',
+  '*.cacheRedis.url',
+  'queueRedis.password',
+  'cacheRedis.password',
+  '*.queueRedis.password',
+  '*.cacheRedis.password',
   'otel.headers',
+  'webhooks.secret',
+  '*.webhooks.secret',
 ];
 
 /** The process's one pino logger: JSON lines on stdout, `name` saying which app wrote them. */

@@ -1,4 +1,3 @@
-import type IORedis from 'ioredis';
 import { Gauge, Registry } from 'prom-client';
 import { METRICS } from './metric-names';
 
@@ -8,7 +7,7 @@ import { METRICS } from './metric-names';
  * API's reads), `cache` (result cache), `events` (the API's event-stream readers), `cancel` (the
  * worker's cancel subscriber).
  */
-export function registerRedisMetrics(registry: Registry, connections: ReadonlyArray<{ role: string; redis: IORedis }>): void {
+export function registerRedisMetrics(registry: Registry, connections: ReadonlyArray<{ role: string; redis: { readonly status: string } }>): void {
   new Gauge({
     name: METRICS.redisConnected,
     help: 'Whether the Redis connections of each role are ready (1) or not (0)',

@@ -1,5 +1,5 @@
 import type { Job } from 'bullmq';
-import type IORedis from 'ioredis';
+import type { RedisClient } from '@app/redis';
 import { queueKeys } from './queue.keys';
 
 /**
@@ -8,7 +8,7 @@ import { queueKeys } from './queue.keys';
  * worker holds them, and queued ones are removed. Removing the last pending child wakes the parent,
  * which then sees its marker and ends as cancelled.
  */
-export async function stopChildren(job: Job, redis: IORedis, prefix: string, markerTtlSeconds: number): Promise<void> {
+export async function stopChildren(job: Job, redis: RedisClient, prefix: string, markerTtlSeconds: number): Promise<void> {
   const keys = queueKeys(prefix);
   await redis.set(keys.cancelMarker(job.id!), '1', 'EX', markerTtlSeconds);
   const { unprocessed = [] } = await job.getDependencies({ unprocessed: { count: 1000 } });

@@ -1,3 +1,5 @@
 export { evictionPolicy, watchEvictionPolicy } from './eviction-check';
 export { closeRedis, createRedis, pingRedis } from './redis.factory';
-export type { RedisRole } from './redis.factory';
+export type { RedisClient, RedisRole } from './redis.factory';
+export { waitForReplicas } from './replicas';
+export { checkRedisTargets } from './start-up-check';

@@ -1,4 +1,8 @@
-import IORedis, { RedisOptions } from 'ioredis';
+import { Cluster, type ClusterOptions, Redis, type RedisOptions } from 'ioredis';
+import type { RedisTarget } from '@app/config';
+
+/** A connection to a standalone or Sentinel-managed Redis, or to a Redis Cluster. */
+export type RedisClient = Redis | Cluster;
 
 /**
  * How a connection is used decides how it behaves while Redis is away:
@@ -7,6 +11,8 @@ import IORedis, { RedisOptions } from 'ioredis';
  * - `durable`: the worker's job bookkeeping. Waits and retries through an outage, so a finished
  *   job's result is delivered once Redis is back (BullMQ requires maxRetriesPerRequest: null).
  * - `blocking`: long blocking reads (QueueEvents, subscribers). Never times out.
+ * Each holds for every topology: on Sentinel and Cluster a failover is one more outage, ended by
+ * reconnecting to the new primary.
  */
 export type RedisRole = 'request' | 'durable' | 'blocking';
 
@@ -16,29 +22,75 @@ const ROLE_OPTIONS: Record<RedisRole, RedisOptions> = {
   blocking: { enableOfflineQueue: true, maxRetriesPerRequest: null },
 };
 
-/** Opens an ioredis connection for `url` (redis:// or rediss:// with TLS; user and password in the URL). */
-export function createRedis(url: string, role: RedisRole, name: string): IORedis {
-  return new IORedis(url, {
-    ...ROLE_OPTIONS[role],
+// why: reconnect forever, backing off to 2 s, so both apps recover by themselves after an outage.
+const backOff = (attempt: number) => Math.min(attempt * 100, 2000);
+
+/**
+ * why (Sentinel only): a primary demoted by a failover keeps its connections and refuses writes
+ * with READONLY; reconnecting asks Sentinel for the new primary, and 2 resends the refused command
+ * there. A URL names one server: reconnecting to it would only loop.
+ */
+const reconnectOnReadOnly = (error: Error) => (error.message.startsWith('READONLY') ? 2 : false);
+
+/** Opens an ioredis connection to `target` (a redis:// URL, a Sentinel set or a Cluster) for `role`. */
+export function createRedis(target: RedisTarget, role: RedisRole, name: string): RedisClient {
+  const { enableOfflineQueue, ...perNode } = ROLE_OPTIONS[role];
+  const common: RedisOptions = {
+    ...perNode,
     connectionName: name,
     connectTimeout: 5000,
-    // why: reconnect forever, backing off to 2 s, so both apps recover by themselves after an outage.
-    retryStrategy: (attempt) => Math.min(attempt * 100, 2000),
-  }).on('error', () => {
+    username: target.username,
+    password: target.password,
+    ...(target.tls ? { tls: {} } : {}),
+  };
+  let client: RedisClient;
+  if (target.kind === 'cluster') {
+    const options: ClusterOptions = {
+      redisOptions: common,
+      enableOfflineQueue,
+      clusterRetryStrategy: backOff,
+      slotsRefreshTimeout: 2000,
+      // why: a failed primary's slots answer CLUSTERDOWN (or nothing) until its replica is promoted,
+      // which takes cluster-node-timeout plus an election. Requests give up after ~1.6 s (→ 503);
+      // the worker's bookkeeping and blocking reads keep retrying for ~16 s, across a failover.
+      ...(role === 'request' ? {} : { maxRedirections: 64, retryDelayOnFailover: 250, retryDelayOnClusterDown: 250, retryDelayOnTryAgain: 250 }),
+    };
+    client = new Cluster(target.nodes.map((n) => ({ ...n })), options);
+  } else {
+    const options: RedisOptions = { ...common, enableOfflineQueue, retryStrategy: backOff };
+    client =
+      target.kind === 'standalone'
+        ? new Redis(target.url, options)
+        : new Redis({
+            ...options,
+            reconnectOnError: reconnectOnReadOnly,
+            sentinels: target.sentinels.map((s) => ({ ...s })),
+            name: target.name,
+            // Sentinels take the same credentials and TLS as the data nodes (as e.g. the Bitnami chart sets them up).
+            sentinelUsername: target.username,
+            sentinelPassword: target.password,
+            enableTLSForSentinelMode: target.tls,
+            ...(target.tls ? { sentinelTLS: {} } : {}),
+            // why not ioredis' failoverDetector: in 5.11 a +switch-master heard while the client is
+            // reconnecting ends the connection for good (status "end"). A dead primary drops the
+            // connection anyway, and a demoted live one answers READONLY (see reconnectOnReadOnly).
+          });
+  }
+  return client.on('error', () => {
     // why: errors surface through the commands that fail and through the readiness probe; without a
     // listener ioredis would print every failed reconnect attempt as an unhandled error.
   });
 }
 
 /** Closes a connection without waiting for a Redis that may be gone. */
-export async function closeRedis(redis: IORedis): Promise<void> {
+export async function closeRedis(redis: RedisClient): Promise<void> {
   if (redis.status === 'end') return;
   await Promise.race([redis.quit().catch(() => undefined), new Promise((r) => setTimeout(r, 1000).unref())]);
   redis.disconnect();
 }
 
 /** Resolves when `redis` answers PING within `timeoutMs`, rejects otherwise. */
-export async function pingRedis(redis: IORedis, timeoutMs = 1000): Promise<void> {
+export async function pingRedis(redis: RedisClient, timeoutMs = 1000): Promise<void> {
   if (redis.status !== 'ready') throw new Error(`redis ${redis.status}`);
   let timer: NodeJS.Timeout | undefined;
   try {

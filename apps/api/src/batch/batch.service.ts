@@ -15,6 +15,7 @@ import { isFinal, JobView, viewOfCached } from '../jobs/job-view';
 import { JobsService, SubmitOptions } from '../jobs/jobs.service';
 import { newJob } from '../jobs/new-job';
 import { JobQueues, JobsQueue } from '../jobs/queue.providers';
+import { ReplicaAck } from '../jobs/replica-ack';
 import { SubmissionMetrics, type SubmissionOutcome } from '../jobs/submission.metrics';
 import type { Caller } from '../security/caller';
 import { batchItems, groupWork, WorkGroup } from './batch-plan';
@@ -43,6 +44,7 @@ export class BatchService {
     private readonly events: JobEvents,
     private readonly idempotency: Idempotency,
     private readonly metrics: SubmissionMetrics,
+    private readonly replicas: ReplicaAck,
     @Inject(CONFIG) private readonly config: Config,
   ) {}
 
@@ -135,13 +137,17 @@ export class BatchService {
     // why subscribe first: a fast job could finish between the add and a later subscription.
     const watches = waitSeconds > 0 ? adding.map(({ id }) => this.events.watch(id)) : [];
     claim?.adding();
-    const added = await queue
+    const abandon = (error: unknown): never => {
+      watches.forEach((watch) => watch.close());
+      throw error;
+    };
+    const added = await this.queues
+      .submitter(def.queue)
       .addBulk(adding.map(({ group, id }) => newJob(group.job, id, submission, this.config.jobRetentionSeconds)))
-      .catch((error: unknown) => {
-        watches.forEach((watch) => watch.close());
-        throw error;
-      });
+      .catch(abandon);
     timing?.mark('enqueue');
+    // One WAIT covers the whole pipeline: it was written on the same connection, before it.
+    await this.replicas.confirm(queue, added.at(-1)!.id!, timing).catch(abandon);
     await Promise.all(
       added.map(async (job, i) => {
         const { group, id } = adding[i];

@@ -19,6 +19,7 @@ export const API_ERRORS = {
   INTERNAL: { status: 500, title: 'Internal error' },
   QUEUE_UNAVAILABLE: { status: 503, title: 'Queue unavailable' },
   BACKLOG_FULL: { status: 503, title: 'Backlog full' },
+  NOT_REPLICATED: { status: 503, title: 'Not replicated' },
   SHUTTING_DOWN: { status: 503, title: 'Shutting down' },
 } as const satisfies Record<string, { status: number; title: string }>;
 

@@ -27,6 +27,19 @@ describe('toProblem', () => {
     expect(p.headers['retry-after']).toBeDefined();
   });
 
+  it.each([
+    "READONLY You can't write against a read only replica.",
+    'CLUSTERDOWN The cluster is down',
+    'Too many Cluster redirections. Last error: Error: Connection is closed.',
+    "Cluster isn't ready and enableOfflineQueue options is false",
+    'TRYAGAIN Multiple keys request during rehashing of slot',
+    'LOADING Redis is loading the dataset in memory',
+  ])('answers 503 while a failover is in progress: %s', (message) => {
+    const p = toProblem(new Error(message));
+    expect(p.body.code).toBe('QUEUE_UNAVAILABLE');
+    expect(p.unexpected).toBe(false);
+  });
+
   it('never leaks an unexpected error', () => {
     const p = toProblem(new TypeError('secret internals at /srv/app.js:1'));
     expect(p.status).toBe(500);

@@ -20,7 +20,14 @@ export interface ProblemResponse {
   unexpected: boolean;
 }
 
-const REDIS_DOWN = /Connection is closed|Stream isn't writeable|enableOfflineQueue|Command timed out|ECONNREFUSED|ETIMEDOUT|ENOTFOUND|MaxRetriesPerRequest|Reached the max retries/i;
+// The second line: a Sentinel or Cluster failover in progress (a refused write, a shard without a primary).
+const REDIS_DOWN = new RegExp(
+  [
+    "Connection is closed|Stream isn't writeable|enableOfflineQueue|Command timed out|ECONNREFUSED|ETIMEDOUT|ENOTFOUND|MaxRetriesPerRequest|Reached the max retries",
+    "^(READONLY|LOADING|MASTERDOWN|CLUSTERDOWN|TRYAGAIN)|Too many Cluster redirections|Cluster isn't ready|Failed to refresh slots cache|None of startup nodes is available|All sentinels are unreachable",
+  ].join('|'),
+  'i',
+);
 
 /** Fastify's own request errors, by code. */
 const FASTIFY_ERRORS: Record<string, ApiErrorCode> = {

@@ -1,4 +1,4 @@
-import type IORedis from 'ioredis';
+import type { RedisClient } from '@app/redis';
 
 /**
  * One Idempotency-Key's record, kept as JSON in one Redis key for IDEMPOTENCY_TTL_SECONDS.
@@ -64,7 +64,7 @@ return 0`;
 
 /** The records, one key each (single-key scripts: fine on Redis Cluster). */
 export class IdempotencyStore {
-  constructor(private readonly redis: IORedis) {}
+  constructor(private readonly redis: RedisClient) {}
 
   async claim(key: string, claim: { fp: string; planned: string; owner: string }, ttlSeconds: number, leaseMs: number): Promise<IdempotencyRecord> {
     const raw = (await this.redis.eval(CLAIM, 1, key, claim.fp, claim.planned, claim.owner, ttlSeconds, leaseMs)) as string;

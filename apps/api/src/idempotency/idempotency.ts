@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
-import type IORedis from 'ioredis';
+import type { RedisClient } from '@app/redis';
 import { CONFIG, type Config } from '@app/config';
 import { Lifecycle } from '@app/health';
 import { queueKeys } from '@app/queue';
@@ -50,7 +50,7 @@ export class Idempotency {
   private readonly keys: ReturnType<typeof queueKeys>;
 
   constructor(
-    @Inject(QUEUE_REDIS) redis: IORedis,
+    @Inject(QUEUE_REDIS) redis: RedisClient,
     private readonly lifecycle: Lifecycle,
     @Inject(CONFIG) private readonly config: Config,
   ) {

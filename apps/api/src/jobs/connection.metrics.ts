@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import type IORedis from 'ioredis';
+import type { RedisClient } from '@app/redis';
 import { Registry } from 'prom-client';
 import { CACHE_REDIS } from '@app/cache';
 import { registerRedisMetrics } from '@app/metrics';
@@ -9,7 +9,7 @@ import { QUEUE_REDIS } from './queue.providers';
 /** `nest_offload_redis_connected{connection}` for the API's connections: queue, cache, events. */
 @Injectable()
 export class ConnectionMetrics {
-  constructor(registry: Registry, @Inject(QUEUE_REDIS) queue: IORedis, @Inject(CACHE_REDIS) cache: IORedis, events: JobEvents) {
+  constructor(registry: Registry, @Inject(QUEUE_REDIS) queue: RedisClient, @Inject(CACHE_REDIS) cache: RedisClient, events: JobEvents) {
     registerRedisMetrics(registry, [
       { role: 'queue', redis: queue },
       { role: 'cache', redis: cache },

@@ -1,11 +1,10 @@
 import { Inject, Injectable, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import { QueueEvents } from 'bullmq';
-import type IORedis from 'ioredis';
 import { CONFIG, type Config } from '@app/config';
 import { Lifecycle } from '@app/health';
 import { JobRegistry } from '@app/jobs';
 import { queuePrefix } from '@app/queue';
-import { closeRedis, createRedis } from '@app/redis';
+import { closeRedis, createRedis, type RedisClient } from '@app/redis';
 
 /**
  * `settled`: the job finished, or moved in a way its watchers should re-read it for. `state` is set
@@ -24,7 +23,7 @@ type Listener = (event: JobEvent) => void;
 @Injectable()
 export class JobEvents implements OnModuleInit, OnApplicationShutdown {
   private readonly listeners = new Map<string, Set<Listener>>();
-  private readonly readers: Array<{ events: QueueEvents; connection: IORedis }>;
+  private readonly readers: Array<{ events: QueueEvents; connection: RedisClient }>;
 
   constructor(
     registry: JobRegistry,
@@ -33,14 +32,14 @@ export class JobEvents implements OnModuleInit, OnApplicationShutdown {
   ) {
     this.readers = registry.queues().map((name) => {
       // why a connection each: QueueEvents holds a blocking XREAD open on its queue's stream.
-      const connection = createRedis(config.redisUrl, 'blocking', `nest-offload:api-events:${name}`);
+      const connection = createRedis(config.queueRedis, 'blocking', `nest-offload:api-events:${name}`);
       const events = new QueueEvents(name, { connection, prefix: queuePrefix(config.redisPrefix, name) }).on('error', () => undefined);
       return { events, connection };
     });
   }
 
   /** The Redis connections of the event readers, one per queue (for the connection metric). */
-  get connections(): IORedis[] {
+  get connections(): RedisClient[] {
     return this.readers.map(({ connection }) => connection);
   }
 

@@ -1,8 +1,8 @@
 import { Inject, Injectable } from '@nestjs/common';
-import type IORedis from 'ioredis';
 import { ResultCache } from '@app/cache';
 import { CONFIG, type Config } from '@app/config';
 import { queueKeys, SCHEDULED_JOB_ID } from '@app/queue';
+import type { RedisClient } from '@app/redis';
 import { JobRecord, JobView, viewOfCached, viewOfJob } from './job-view';
 import { JobQueues, type JobsQueue, QUEUE_REDIS } from './queue.providers';
 
@@ -37,7 +37,7 @@ export class JobStore {
 
   constructor(
     private readonly queues: JobQueues,
-    @Inject(QUEUE_REDIS) private readonly redis: IORedis,
+    @Inject(QUEUE_REDIS) private readonly redis: RedisClient,
     private readonly cache: ResultCache,
     @Inject(CONFIG) private readonly config: Config,
   ) {

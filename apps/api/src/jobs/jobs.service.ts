@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
-import type IORedis from 'ioredis';
 import { type CachedResult, ResultCache } from '@app/cache';
 import { CONFIG, type Config } from '@app/config';
 import { Lifecycle } from '@app/health';
 import { JobDefinition, JobRegistry } from '@app/jobs';
 import { queueKeys, stopChildren } from '@app/queue';
+import type { RedisClient } from '@app/redis';
 import { ApiError } from '../http/api-error';
 import { ServerTiming } from '../http/server-timing';
 import { Claim, Idempotency, IdempotencyKey } from '../idempotency/idempotency';
@@ -17,6 +17,7 @@ import { JobStore } from './job-store';
 import { isFinal, JobView, viewOfCached, viewOfCancelled, viewOfJob } from './job-view';
 import { newJob, Submission } from './new-job';
 import { JobQueues, type JobsQueue, QUEUE_REDIS } from './queue.providers';
+import { ReplicaAck } from './replica-ack';
 import { SubmissionMetrics } from './submission.metrics';
 
 const QUEUED_STATES = new Set(['waiting', 'prioritized', 'delayed']);
@@ -47,11 +48,12 @@ export class JobsService {
   constructor(
     private readonly registry: JobRegistry,
     private readonly queues: JobQueues,
-    @Inject(QUEUE_REDIS) private readonly redis: IORedis,
+    @Inject(QUEUE_REDIS) private readonly redis: RedisClient,
     private readonly store: JobStore,
     private readonly cache: ResultCache,
     private readonly backlog: Backlog,
     private readonly events: JobEvents,
+    private readonly replicas: ReplicaAck,
     private readonly lifecycle: Lifecycle,
     private readonly idempotency: Idempotency,
     private readonly metrics: SubmissionMetrics,
@@ -135,12 +137,16 @@ export class JobsService {
     // why subscribe first: a fast job could finish between the add and a later subscription.
     const watch = waitSeconds > 0 ? this.events.watch(newId) : undefined;
     const { name, data, opts } = newJob(job, newId, submission, this.config.jobRetentionSeconds);
-    claim?.adding();
-    const added = await queue.add(name, data, opts).catch((error: unknown) => {
+    const abandon = (error: unknown): never => {
       watch?.close();
       throw error;
-    });
+    };
+    claim?.adding();
+    const added = await this.queues.submitter(def.queue).add(name, data, opts).catch(abandon);
     timing?.mark('enqueue');
+    // A joined job too: joining wrote a "deduplicated" event after the job it joined, so replicas
+    // that have this connection's writes have that job.
+    await this.replicas.confirm(queue, added.id!, timing).catch(abandon);
     const id = added.id!;
     const queued: JobView = { id, type: def.name, status: 'queued', attempts: 0, createdAt: new Date(added.timestamp).toISOString() };
     if (id !== newId || claim?.takeover) {

@@ -1,40 +1,60 @@
 import { Inject, Injectable, OnApplicationShutdown, Provider } from '@nestjs/common';
 import { Queue } from 'bullmq';
-import type IORedis from 'ioredis';
 import { CONFIG, type Config } from '@app/config';
 import { JobRegistry } from '@app/jobs';
 import { JobData, queuePrefix } from '@app/queue';
-import { closeRedis, createRedis } from '@app/redis';
+import { closeRedis, createRedis, type RedisClient } from '@app/redis';
 import { type Tracing, TRACING } from '@app/tracing';
 
 /** Injection token of the API's queue-Redis connection (fail-fast: see RedisRole). */
 export const QUEUE_REDIS = Symbol('QUEUE_REDIS');
+/**
+ * Injection token of the connection submissions are added through: QUEUE_REDIS, or with
+ * REDIS_MIN_REPLICAS_ACK a connection of their own. why its own: Redis WAIT blocks the connection
+ * it is sent on (for up to a second when replicas lag), and reads and the readiness ping must not
+ * queue behind it.
+ */
+export const SUBMIT_REDIS = Symbol('SUBMIT_REDIS');
 
 export type JobsQueue = Queue<JobData, unknown, string>;
 
 /**
  * The BullMQ queues the registered job types go to, by name. They share the API's request
- * connection; each has its own key prefix and hash tag (see queuePrefix).
+ * connection (submissions the SUBMIT_REDIS one); each has its own key prefix and hash tag (see
+ * queuePrefix).
  */
 export class JobQueues {
   private readonly byName = new Map<string, JobsQueue>();
+  private readonly submitters = new Map<string, JobsQueue>();
 
   constructor(
     registry: JobRegistry,
-    private readonly redis: IORedis,
+    private readonly redis: RedisClient,
+    submitRedis: RedisClient,
     config: Config,
     tracing?: Tracing | null,
   ) {
-    for (const name of registry.queues()) {
-      const queue = new Queue<JobData, unknown, string>(name, {
-        connection: redis,
+    const open = (name: string, connection: RedisClient) =>
+      new Queue<JobData, unknown, string>(name, {
+        connection,
         prefix: queuePrefix(config.redisPrefix, name),
         // why: BullMQ's producer span, and the trace context it stores in the job for the worker.
         telemetry: tracing?.telemetry,
-      });
-      // why: failures reach callers through rejected commands (→ 503) and readiness; nothing to add here.
-      this.byName.set(name, queue.on('error', () => undefined));
+      })
+        // why: failures reach callers through rejected commands (→ 503) and readiness; nothing to add here.
+        .on('error', () => undefined);
+    for (const name of registry.queues()) {
+      const queue = open(name, redis);
+      this.byName.set(name, queue);
+      this.submitters.set(name, submitRedis === redis ? queue : open(name, submitRedis));
     }
+  }
+
+  /** The queue to add jobs of queue `name` to (on SUBMIT_REDIS). */
+  submitter(name: string): JobsQueue {
+    const queue = this.submitters.get(name);
+    if (!queue) throw new Error(`no queue named "${name}"`);
+    return queue;
   }
 
   /** The queue of a registered type's queue name. */
@@ -61,7 +81,7 @@ export class JobQueues {
   }
 
   async close(): Promise<void> {
-    await Promise.allSettled(this.list().map((queue) => queue.close()));
+    await Promise.allSettled([...new Set([...this.byName.values(), ...this.submitters.values()])].map((queue) => queue.close()));
   }
 }
 
@@ -69,12 +89,19 @@ export const queueProviders: Provider[] = [
   {
     provide: QUEUE_REDIS,
     inject: [CONFIG],
-    useFactory: (config: Config) => createRedis(config.redisUrl, 'request', 'nest-offload:api'),
+    useFactory: (config: Config) => createRedis(config.queueRedis, 'request', 'nest-offload:api'),
+  },
+  {
+    provide: SUBMIT_REDIS,
+    inject: [CONFIG, QUEUE_REDIS],
+    useFactory: (config: Config, redis: RedisClient) =>
+      config.redisMinReplicasAck > 0 ? createRedis(config.queueRedis, 'request', 'nest-offload:api-submit') : redis,
   },
   {
     provide: JobQueues,
-    inject: [JobRegistry, QUEUE_REDIS, CONFIG, TRACING],
-    useFactory: (registry: JobRegistry, redis: IORedis, config: Config, tracing: Tracing | null) => new JobQueues(registry, redis, config, tracing),
+    inject: [JobRegistry, QUEUE_REDIS, SUBMIT_REDIS, CONFIG, TRACING],
+    useFactory: (registry: JobRegistry, redis: RedisClient, submitRedis: RedisClient, config: Config, tracing: Tracing | null) =>
+      new JobQueues(registry, redis, submitRedis, config, tracing),
   },
 ];
 
@@ -82,12 +109,13 @@ export const queueProviders: Provider[] = [
 @Injectable()
 export class QueueCloser implements OnApplicationShutdown {
   constructor(
-    @Inject(QUEUE_REDIS) private readonly redis: IORedis,
+    @Inject(QUEUE_REDIS) private readonly redis: RedisClient,
+    @Inject(SUBMIT_REDIS) private readonly submitRedis: RedisClient,
     private readonly queues: JobQueues,
   ) {}
 
   async onApplicationShutdown(): Promise<void> {
     await this.queues.close();
-    await closeRedis(this.redis);
+    await Promise.all([...new Set([this.redis, this.submitRedis])].map(closeRedis));
   }
 }

@@ -1,8 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createHash } from 'node:crypto';
 import { Inject, Injectable, Logger, NestMiddleware } from '@nestjs/common';
-import type IORedis from 'ioredis';
 import { CONFIG, type Config } from '@app/config';
+import type { RedisClient } from '@app/redis';
 import { ApiError } from '../http/api-error';
 import { QUEUE_REDIS } from '../jobs/queue.providers';
 import { ApiKeys } from './api-keys';
@@ -20,7 +20,7 @@ export class AccessMiddleware implements NestMiddleware {
   private readonly keys: ApiKeys;
   private readonly limiter?: RateLimiter;
 
-  constructor(@Inject(CONFIG) private readonly config: Config, @Inject(QUEUE_REDIS) redis: IORedis) {
+  constructor(@Inject(CONFIG) private readonly config: Config, @Inject(QUEUE_REDIS) redis: RedisClient) {
     this.keys = new ApiKeys(config.apiKeys);
     if (config.rateLimitPerMinute > 0) {
       this.limiter = new RateLimiter(redis, config.redisPrefix, config.rateLimitPerMinute, config.rateLimitBurst);

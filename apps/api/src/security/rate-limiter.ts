@@ -1,4 +1,4 @@
-import type IORedis from 'ioredis';
+import type { RedisClient } from '@app/redis';
 
 /**
  * GCRA (a token bucket kept as one timestamp per client) in one atomic Lua call, on Redis time, so
@@ -36,7 +36,7 @@ export class RateLimiter {
 
   /** `perMinute` requests per minute on average; up to `burst` of them at once. */
   constructor(
-    private readonly redis: IORedis,
+    private readonly redis: RedisClient,
     private readonly prefix: string,
     perMinute: number,
     burst: number,

@@ -1,6 +1,6 @@
 import { Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
 import { Queue } from 'bullmq';
-import type IORedis from 'ioredis';
+import type { RedisClient } from '@app/redis';
 import { CONFIG, type Config } from '@app/config';
 import { queuePrefix, WEBHOOK_QUEUE, webhookDeliveryId } from '@app/queue';
 import { ApiError } from '../http/api-error';
@@ -21,7 +21,7 @@ export interface DeliveryData {
 
 export type DeliveryQueue = Queue<DeliveryData, void, string>;
 
-export function deliveryQueue(connection: IORedis, prefix: string): DeliveryQueue {
+export function deliveryQueue(connection: RedisClient, prefix: string): DeliveryQueue {
   return new Queue<DeliveryData, void, string>(WEBHOOK_QUEUE, { connection, prefix: queuePrefix(prefix, WEBHOOK_QUEUE) }).on('error', () => undefined);
 }
 
@@ -38,7 +38,7 @@ export class WebhookDeliveries implements OnApplicationShutdown {
   private readonly queue?: DeliveryQueue;
 
   constructor(
-    @Inject(QUEUE_REDIS) redis: IORedis,
+    @Inject(QUEUE_REDIS) redis: RedisClient,
     @Inject(CONFIG) private readonly config: Config,
   ) {
     if (!config.webhooks) return;

@@ -1,6 +1,6 @@
 import { Inject, Injectable, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { DelayedError, type Job, UnrecoverableError, Worker } from 'bullmq';
-import type IORedis from 'ioredis';
+import type { RedisClient } from '@app/redis';
 import { CONFIG, type Config, type WebhookConfig } from '@app/config';
 import { type Logger, LOGGER } from '@app/logging';
 import { queuePrefix, WEBHOOK_QUEUE } from '@app/queue';
@@ -59,7 +59,7 @@ interface Watch {
 @Injectable()
 export class WebhookWorker implements OnApplicationBootstrap, OnApplicationShutdown {
   private worker?: Worker<DeliveryData, void, string>;
-  private connection?: IORedis;
+  private connection?: RedisClient;
   private queue?: DeliveryQueue;
   private sender?: WebhookSender;
   private policy?: CallbackUrlPolicy;
@@ -81,7 +81,7 @@ export class WebhookWorker implements OnApplicationBootstrap, OnApplicationShutd
     if (!webhooks) return;
     this.policy = new CallbackUrlPolicy(webhooks);
     this.sender = new WebhookSender(webhooks);
-    this.connection = createRedis(this.config.redisUrl, 'durable', 'nest-offload:api-webhooks');
+    this.connection = createRedis(this.config.queueRedis, 'durable', 'nest-offload:api-webhooks');
     this.queue = deliveryQueue(this.connection, this.config.redisPrefix);
     this.worker = new Worker<DeliveryData, void, string>(WEBHOOK_QUEUE, (job, token) => this.deliver(job, token!), {
       connection: this.connection,

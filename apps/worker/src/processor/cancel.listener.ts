@@ -1,5 +1,5 @@
 import { Inject, Injectable, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
-import type IORedis from 'ioredis';
+import type { RedisClient } from '@app/redis';
 import { CONFIG, type Config } from '@app/config';
 import { type Logger, LOGGER } from '@app/logging';
 import { queueKeys } from '@app/queue';
@@ -12,7 +12,7 @@ import { JobProcessor } from './job-processor';
  */
 @Injectable()
 export class CancelListener implements OnApplicationBootstrap, OnApplicationShutdown {
-  private readonly subscriber: IORedis;
+  private readonly subscriber: RedisClient;
   private readonly logger: Logger;
   private readonly channel: string;
 
@@ -23,11 +23,11 @@ export class CancelListener implements OnApplicationBootstrap, OnApplicationShut
   ) {
     this.logger = logger.child({ context: CancelListener.name });
     this.channel = queueKeys(config.redisPrefix).cancelChannel;
-    this.subscriber = createRedis(config.redisUrl, 'blocking', 'nest-offload:worker-cancel');
+    this.subscriber = createRedis(config.queueRedis, 'blocking', 'nest-offload:worker-cancel');
   }
 
   /** The subscriber connection (for the connection metric). */
-  get connection(): IORedis {
+  get connection(): RedisClient {
     return this.subscriber;
   }
 

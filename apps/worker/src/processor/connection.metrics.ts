@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import type IORedis from 'ioredis';
+import type { RedisClient } from '@app/redis';
 import { Registry } from 'prom-client';
 import { CACHE_REDIS } from '@app/cache';
 import { registerRedisMetrics } from '@app/metrics';
@@ -9,7 +9,7 @@ import { WORKER_REDIS } from './worker-redis';
 /** `nest_offload_redis_connected{connection}` for the worker's connections: queue, cache, cancel. */
 @Injectable()
 export class ConnectionMetrics {
-  constructor(registry: Registry, @Inject(WORKER_REDIS) queue: IORedis, @Inject(CACHE_REDIS) cache: IORedis, cancel: CancelListener) {
+  constructor(registry: Registry, @Inject(WORKER_REDIS) queue: RedisClient, @Inject(CACHE_REDIS) cache: RedisClient, cancel: CancelListener) {
     registerRedisMetrics(registry, [
       { role: 'queue', redis: queue },
       { role: 'cache', redis: cache },

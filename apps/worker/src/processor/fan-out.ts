@@ -1,9 +1,9 @@
 import { Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
 import { Queue, WaitingChildrenError } from 'bullmq';
-import type IORedis from 'ioredis';
 import { CONFIG, type Config } from '@app/config';
 import { CodedJobError, JobDefinition, JobFailureCode } from '@app/jobs';
 import { childJobId, JobData, queueKeys, queuePrefix, stopChildren } from '@app/queue';
+import type { RedisClient } from '@app/redis';
 import { type Tracing, TRACING } from '@app/tracing';
 import { JobPool, RunOptions } from '../pool/job-pool';
 import type { PlannedChild } from '../pool/thread-protocol';
@@ -24,7 +24,7 @@ export class FanOut implements OnApplicationShutdown {
 
   constructor(
     private readonly pool: JobPool,
-    @Inject(WORKER_REDIS) private readonly redis: IORedis,
+    @Inject(WORKER_REDIS) private readonly redis: RedisClient,
     @Inject(CONFIG) private readonly config: Config,
     @Inject(TRACING) private readonly tracing: Tracing | null,
   ) {

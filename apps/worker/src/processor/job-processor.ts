@@ -1,11 +1,11 @@
 import { Inject, Injectable, OnApplicationBootstrap } from '@nestjs/common';
 import { DelayedError, UnrecoverableError, WaitingChildrenError, WaitingError } from 'bullmq';
-import type IORedis from 'ioredis';
 import { ResultCache } from '@app/cache';
 import { CONFIG, type Config } from '@app/config';
 import { CodedJobError, formatFailure, JobFailureCode, JobRegistry, knownVersions, runnerOf } from '@app/jobs';
 import { type Logger, LOGGER } from '@app/logging';
 import { queueKeys, queuePrefix } from '@app/queue';
+import type { RedisClient } from '@app/redis';
 import { SPAN_ATTRIBUTES, type Tracing, TRACING } from '@app/tracing';
 import { JobPool, type RunOptions } from '../pool/job-pool';
 import { FanOut } from './fan-out';
@@ -51,7 +51,7 @@ export class JobProcessor implements OnApplicationBootstrap {
     private readonly cache: ResultCache,
     private readonly metrics: WorkerMetrics,
     private readonly fanOut: FanOut,
-    @Inject(WORKER_REDIS) private readonly redis: IORedis,
+    @Inject(WORKER_REDIS) private readonly redis: RedisClient,
     @Inject(CONFIG) private readonly config: Config,
     @Inject(LOGGER) private readonly rootLogger: Logger,
     @Inject(WORKER_QUEUES) private readonly queues: readonly string[],

@@ -1,0 +1,316 @@
+import { ChildProcess, execFile, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import calculateSlot from 'cluster-key-slot';
+import IORedis from 'ioredis';
+import { freePort, waitFor } from './wait';
+
+const exec = promisify(execFile);
+const started = new Set<ChildProcess>();
+
+// A test that dies half-way must not leave redis-servers running.
+process.once('exit', () => {
+  for (const proc of started) proc.kill('SIGKILL');
+});
+
+/** One redis-server (data node or Sentinel) of a test's own, on a free port in a temp directory. */
+export class RedisNode {
+  private proc?: ChildProcess;
+
+  constructor(
+    readonly port: number,
+    readonly dir: string,
+    private readonly args: string[],
+    private readonly password: string,
+  ) {}
+
+  get address(): string {
+    return `127.0.0.1:${this.port}`;
+  }
+
+  get running(): boolean {
+    return !!this.proc && this.proc.exitCode === null && this.proc.signalCode === null;
+  }
+
+  /** Starts the process (again, on the same port and directory) and waits until it answers PING. */
+  async start(): Promise<void> {
+    const proc = spawn('redis-server', this.args, { cwd: this.dir, stdio: 'ignore' });
+    started.add(proc);
+    proc.once('exit', () => started.delete(proc));
+    this.proc = proc;
+    await waitFor(async () => (await this.client((c) => c.ping())) === 'PONG', { timeoutMs: 10_000, what: `redis-server on ${this.port}` });
+  }
+
+  /** Sends `signal` and waits for the process to exit (SIGKILL: the node dies as in a crash). */
+  async kill(signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
+    const proc = this.proc;
+    if (!proc || proc.exitCode !== null || proc.signalCode !== null) return;
+    const exited = new Promise((resolve) => proc.once('exit', resolve));
+    proc.kill(signal);
+    await exited;
+  }
+
+  /** Runs `fn` on a short-lived connection to this node. */
+  async client<T>(fn: (redis: IORedis) => Promise<T>): Promise<T> {
+    const redis = new IORedis({ port: this.port, host: '127.0.0.1', password: this.password, lazyConnect: true, connectTimeout: 1000, retryStrategy: () => null, maxRetriesPerRequest: 0 });
+    redis.on('error', () => undefined);
+    try {
+      await redis.connect();
+      return await fn(redis);
+    } finally {
+      redis.disconnect();
+    }
+  }
+}
+
+async function newNode(kind: string, password: string, args: (port: number, dir: string) => string[]): Promise<RedisNode> {
+  const port = await freePort();
+  const dir = mkdtempSync(join(tmpdir(), `nest-offload-${kind}-`));
+  return new RedisNode(port, dir, args(port, dir), password);
+}
+
+const dataArgs = (port: number, password: string) => [
+  '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no',
+  '--requirepass', password, '--masterauth', password, '--maxmemory-policy', 'noeviction',
+  // why: Redis 7 waits 5 s before a diskless full sync, to batch replicas; a replica that has never
+  // synced will not take over, so the sets are only ready once every replica has its first copy.
+  '--repl-diskless-sync-delay', '0',
+];
+
+const linkedUp = async (replica: RedisNode) => (await replica.client((c) => c.info('replication'))).includes('master_link_status:up');
+
+/** Stops every node of a set and removes their directories, whatever state the set is in. */
+async function stopAll(nodes: RedisNode[]): Promise<void> {
+  await Promise.all(nodes.map((n) => n.kill('SIGKILL')));
+  for (const n of nodes) rmSync(n.dir, { recursive: true, force: true });
+}
+
+/**
+ * A Sentinel-managed Redis: a primary, two replicas and three Sentinels (quorum 2), all with the
+ * same password, as the Bitnami chart sets them up. A killed primary is replaced in about 2-3 s.
+ */
+export class SentinelSet {
+  readonly name = 'nest-offload';
+
+  private constructor(
+    readonly password: string,
+    readonly data: RedisNode[],
+    readonly sentinels: RedisNode[],
+  ) {}
+
+  static async start({ password = 'ha-test-password', downAfterMs = 1000 } = {}): Promise<SentinelSet> {
+    const nodes: RedisNode[] = [];
+    try {
+      const primary = await newNode('primary', password, (port) => dataArgs(port, password));
+      nodes.push(primary);
+      await primary.start();
+      const replicas = await Promise.all(
+        [0, 1].map(() => newNode('replica', password, (port) => [...dataArgs(port, password), '--replicaof', '127.0.0.1', String(primary.port)])),
+      );
+      nodes.push(...replicas);
+      await Promise.all(replicas.map((r) => r.start()));
+      await waitFor(async () => (await Promise.all(replicas.map(linkedUp))).every(Boolean), { what: 'two replicas in sync' });
+      const sentinels: RedisNode[] = [];
+      for (let i = 0; i < 3; i++) {
+        const sentinel = await newNode('sentinel', password, (port, dir) => {
+          const conf = join(dir, 'sentinel.conf');
+          writeFileSync(
+            conf,
+            [
+              `port ${port}`,
+              'bind 127.0.0.1',
+              `dir ${dir}`,
+              `requirepass ${password}`,
+              `sentinel monitor nest-offload 127.0.0.1 ${primary.port} 2`,
+              `sentinel auth-pass nest-offload ${password}`,
+              `sentinel down-after-milliseconds nest-offload ${downAfterMs}`,
+              'sentinel failover-timeout nest-offload 10000',
+              'sentinel parallel-syncs nest-offload 2',
+              '',
+            ].join('\n'),
+          );
+          return [conf, '--sentinel'];
+        });
+        sentinels.push(sentinel);
+        nodes.push(sentinel);
+      }
+      await Promise.all(sentinels.map((s) => s.start()));
+      const set = new SentinelSet(password, [primary, ...replicas], sentinels);
+      // Every Sentinel knows the others and both replicas, so any quorum can fail over.
+      await waitFor(
+        async () => {
+          const views = await Promise.all(
+            sentinels.map((s) => s.client(async (c) => [await c.call('SENTINEL', 'SENTINELS', set.name), await c.call('SENTINEL', 'REPLICAS', set.name)])),
+          );
+          return views.every(([others, replicas]) => (others as unknown[]).length === 2 && (replicas as unknown[]).length === 2);
+        },
+        { timeoutMs: 20_000, intervalMs: 200, what: 'Sentinels discovering each other and the replicas' },
+      );
+      return set;
+    } catch (error) {
+      await stopAll(nodes);
+      throw error;
+    }
+  }
+
+  /** `REDIS_SENTINELS` for this set. */
+  get sentinelsEnv(): string {
+    return this.sentinels.map((s) => s.address).join(',');
+  }
+
+  /** The data node the Sentinels currently name as primary. */
+  async primary(): Promise<RedisNode> {
+    const [, port] = (await this.sentinels[0].client((c) => c.call('SENTINEL', 'GET-MASTER-ADDR-BY-NAME', this.name))) as [string, string];
+    return this.data.find((n) => n.port === Number(port))!;
+  }
+
+  /** Waits until a quorum of Sentinels names a primary other than `old`, and that node accepts writes. */
+  async failedOver(old: RedisNode, timeoutMs = 30_000): Promise<RedisNode> {
+    return waitFor(
+      async () => {
+        const named = await Promise.all(
+          this.sentinels.map((s) => s.client((c) => c.call('SENTINEL', 'GET-MASTER-ADDR-BY-NAME', this.name)).catch(() => undefined)),
+        );
+        const ports = named.map((a) => Number((a as string[] | undefined)?.[1]));
+        const port = ports.find((p) => p !== old.port && ports.filter((q) => q === p).length >= 2);
+        const node = this.data.find((n) => n.port === port);
+        if (!node) return undefined;
+        return (await node.client((c) => c.info('replication'))).includes('role:master') ? node : undefined;
+      },
+      { timeoutMs, intervalMs: 100, what: 'Sentinel failover' },
+    );
+  }
+
+  async stop(): Promise<void> {
+    await stopAll([...this.sentinels, ...this.data]);
+  }
+}
+
+/**
+ * A Redis Cluster of three primaries with one replica each, created with `redis-cli --cluster create
+ * --cluster-replicas 1`. A killed primary is replaced by its replica after cluster-node-timeout and an
+ * election (about 3 s here).
+ */
+export class RedisClusterSet {
+  private constructor(
+    readonly password: string,
+    readonly nodes: RedisNode[],
+  ) {}
+
+  static async start({ password = 'ha-test-password', nodeTimeoutMs = 2000 } = {}): Promise<RedisClusterSet> {
+    const nodes: RedisNode[] = [];
+    try {
+      for (let i = 0; i < 6; i++) {
+        nodes.push(
+          await newNode('cluster', password, (port) => [
+            ...dataArgs(port, password),
+            '--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf', '--cluster-node-timeout', String(nodeTimeoutMs),
+          ]),
+        );
+      }
+      await Promise.all(nodes.map((n) => n.start()));
+      await exec('redis-cli', ['--no-auth-warning', '-a', password, '--cluster', 'create', ...nodes.map((n) => n.address), '--cluster-replicas', '1', '--cluster-yes'], {
+        timeout: 30_000,
+      });
+      const set = new RedisClusterSet(password, nodes);
+      await set.settled();
+      return set;
+    } catch (error) {
+      await stopAll(nodes);
+      throw error;
+    }
+  }
+
+  /** `REDIS_CLUSTER_NODES` for this cluster: every node as a seed. */
+  get seedsEnv(): string {
+    return this.nodes.map((n) => n.address).join(',');
+  }
+
+  /** Waits until every running node sees the cluster as ok, with three primaries that each have a replica. */
+  async settled(timeoutMs = 30_000): Promise<void> {
+    await waitFor(
+      async () => {
+        const running = this.nodes.filter((n) => n.running);
+        const infos = await Promise.all(running.map((n) => n.client((c) => c.call('CLUSTER', 'INFO') as Promise<string>)));
+        if (!infos.every((i) => i.includes('cluster_state:ok'))) return false;
+        const primaries = await this.primaries();
+        if (primaries.length !== 3 || !primaries.every((p) => p.replicas === 1)) return false;
+        const roles = await Promise.all(running.map((n) => n.client((c) => c.info('replication'))));
+        return running.every((n, i) => roles[i].includes('role:master') || roles[i].includes('master_link_status:up'));
+      },
+      { timeoutMs, intervalMs: 200, what: 'a settled cluster (3 primaries, 1 replica each)' },
+    );
+  }
+
+  /** The primaries as a running node sees them, with their slot ranges and replica counts. */
+  async primaries(): Promise<Array<{ node: RedisNode; slots: Array<[number, number]>; replicas: number }>> {
+    const viewer = this.nodes.find((n) => n.running)!;
+    const text = (await viewer.client((c) => c.call('CLUSTER', 'NODES'))) as string;
+    const lines = text.trim().split('\n').map((l) => l.split(' '));
+    return lines
+      .filter((f) => f[2].includes('master') && !f[2].includes('fail'))
+      .map((f) => ({
+        node: this.nodes.find((n) => f[1].startsWith(`${n.address}@`))!,
+        slots: f.slice(8).filter((s) => /^\d/.test(s)).map((s) => s.split('-').map(Number) as [number, number]).map(([a, b]) => [a, b ?? a] as [number, number]),
+        replicas: lines.filter((g) => g[3] === f[0] && !g[2].includes('fail')).length,
+      }));
+  }
+
+  /**
+   * Moves the (empty) hash slot of `key` to the primary `to`, the way `redis-cli --cluster reshard`
+   * does: IMPORTING on the target, MIGRATING on the source, then NODE on the target (which bumps its
+   * config epoch, so its claim wins), the source and the other primaries.
+   */
+  async moveSlot(key: string, to: RedisNode): Promise<void> {
+    const slot = String(calculateSlot(key));
+    const from = await this.primaryFor(key);
+    const idOf = async (n: RedisNode) => (await n.client((c) => c.call('CLUSTER', 'MYID'))) as string;
+    const [fromId, toId] = await Promise.all([idOf(from), idOf(to)]);
+    await to.client((c) => c.call('CLUSTER', 'SETSLOT', slot, 'IMPORTING', fromId));
+    await from.client((c) => c.call('CLUSTER', 'SETSLOT', slot, 'MIGRATING', toId));
+    await to.client((c) => c.call('CLUSTER', 'SETSLOT', slot, 'NODE', toId));
+    await from.client((c) => c.call('CLUSTER', 'SETSLOT', slot, 'NODE', toId));
+    for (const { node } of await this.primaries()) {
+      if (node !== to && node !== from) await node.client((c) => c.call('CLUSTER', 'SETSLOT', slot, 'NODE', toId));
+    }
+    await waitFor(async () => (await this.primaryFor(key)) === to, { what: `slot ${slot} on ${to.address}` });
+    await this.settled();
+  }
+
+  /** The replica of `primary`. */
+  async replicaOf(primary: RedisNode): Promise<RedisNode> {
+    const id = (await primary.client((c) => c.call('CLUSTER', 'MYID'))) as string;
+    const text = (await primary.client((c) => c.call('CLUSTER', 'NODES'))) as string;
+    const line = text.split('\n').map((l) => l.split(' ')).find((f) => f[3] === id);
+    const node = line && this.nodes.find((n) => line[1].startsWith(`${n.address}@`));
+    if (!node) throw new Error(`no replica of ${primary.address}`);
+    return node;
+  }
+
+  /** The primary serving `key`'s hash slot now. */
+  async primaryFor(key: string): Promise<RedisNode> {
+    const slot = calculateSlot(key);
+    const owner = (await this.primaries()).find((p) => p.slots.some(([a, b]) => slot >= a && slot <= b));
+    if (!owner) throw new Error(`no primary serves slot ${slot}`);
+    return owner.node;
+  }
+
+  /** Waits until a node other than `old` serves `key`'s slot as primary and the cluster is ok again. */
+  async failedOver(key: string, old: RedisNode, timeoutMs = 30_000): Promise<RedisNode> {
+    return waitFor(
+      async () => {
+        const node = await this.primaryFor(key).catch(() => undefined);
+        if (!node || node === old) return undefined;
+        const info = (await node.client((c) => c.call('CLUSTER', 'INFO'))) as string;
+        return info.includes('cluster_state:ok') ? node : undefined;
+      },
+      { timeoutMs, intervalMs: 100, what: 'cluster failover' },
+    );
+  }
+
+  async stop(): Promise<void> {
+    await stopAll(this.nodes);
+  }
+}
