@@ -64,9 +64,10 @@ describe('Redis Cluster: the primary of the default queue fails over under load'
       { name: 'ack0', api: plain },
     ]);
 
-    // Single flight across replicas and shards: identical submissions to both APIs join one job.
-    const same = distinctSort();
-    const joined = await Promise.all([durable, plain, durable, plain].map((api) => submit(api.url, 'sort', same)));
+    // Single flight across replicas and shards: identical submissions to both APIs join one job
+    // (one that runs long enough for all four to arrive while it is queued or running).
+    const same = { mode: 'spin', ms: 1500, tag: `cluster-join-${Date.now()}` };
+    const joined = await Promise.all([durable, plain, durable, plain].map((api) => submit(api.url, 'chaos', same)));
 
     const ledgers = { durable: new Ledger('Cluster failover, REDIS_MIN_REPLICAS_ACK=1'), plain: new Ledger('Cluster failover, no REDIS_MIN_REPLICAS_ACK') };
     const load = new SubmitLoad(
