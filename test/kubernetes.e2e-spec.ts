@@ -11,7 +11,7 @@ import { CONNECTION_METADATA, expectedConnection, kedaRedisConnection } from './
 import { applyPatch, kustomizeCommand, Manifest, nameSuffix } from './deploy/kustomize';
 import { cpuCores, K8sObject, memoryMiB, readYaml, selects, Workload } from './deploy/manifests';
 import { allows, Endpoint, matches, NetworkPolicy } from './deploy/network-policy';
-import { APP_LABEL, COMPONENT, Hpa, Overlay, Pdb, ScaledObject, Service, ServiceMonitor, TriggerAuthentication } from './deploy/overlay';
+import { COMPONENT, Hpa, Overlay, Pdb, ScaledObject, Service, ServiceMonitor, TriggerAuthentication } from './deploy/overlay';
 import { schemaErrors, unknownFieldErrors } from './deploy/schemas';
 
 /**
