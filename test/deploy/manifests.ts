@@ -67,7 +67,15 @@ export interface Container {
   imagePullPolicy?: string;
   args?: string[];
   ports?: { name?: string; containerPort: number }[];
-  env?: { name: string; value?: string; valueFrom?: { resourceFieldRef?: { resource: string; divisor?: string | number } } }[];
+  env?: {
+    name: string;
+    value?: string;
+    valueFrom?: {
+      resourceFieldRef?: { resource: string; divisor?: string | number };
+      secretKeyRef?: { name: string; key: string; optional?: boolean };
+      configMapKeyRef?: { name: string; key: string; optional?: boolean };
+    };
+  }[];
   envFrom?: { configMapRef?: { name: string }; secretRef?: { name: string; optional?: boolean } }[];
   resources?: { requests?: Record<string, string | number>; limits?: Record<string, string | number> };
   securityContext?: SecurityContext;

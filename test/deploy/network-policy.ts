@@ -1,9 +1,11 @@
+import { BlockList, isIP } from 'node:net';
+
 /**
  * What a set of NetworkPolicies allows, as Kubernetes decides it: a pod selected by no policy of a
  * direction allows everything in that direction; a pod selected by some allows only what one of
  * their rules names (peer and port). Enough of the API for docker/kubernetes: matchLabels and
- * matchExpressions, namespaceSelector, podSelector, ipBlock (taken to match any outside address),
- * and numbered or named ports.
+ * matchExpressions, namespaceSelector, podSelector, ipBlock (cidr and except, for an outside
+ * address given as an IP; one given without is taken to be in every block), and numbered or named ports.
  */
 
 export interface LabelSelector {
@@ -14,7 +16,7 @@ export interface LabelSelector {
 interface Peer {
   podSelector?: LabelSelector;
   namespaceSelector?: LabelSelector;
-  ipBlock?: { cidr: string };
+  ipBlock?: { cidr: string; except?: string[] };
 }
 
 interface Rule {
@@ -35,8 +37,8 @@ export interface Pod {
   ports: Record<string, number>;
 }
 
-/** A peer: a pod somewhere, or an address outside the cluster. */
-export type Endpoint = { pod: Pod; namespaceLabels: Record<string, string> } | { outside: true };
+/** A peer: a pod somewhere, or an address outside the cluster (any address, or the one named). */
+export type Endpoint = { pod: Pod; namespaceLabels: Record<string, string> } | { outside: true; ip?: string };
 
 export function matches(selector: LabelSelector | undefined, labels: Record<string, string>): boolean {
   if (!selector) return true;
@@ -61,8 +63,23 @@ function types(policy: NetworkPolicy): string[] {
   return policy.spec.policyTypes ?? ['Ingress', ...(policy.spec.egress ? ['Egress'] : [])];
 }
 
+/** Whether `ip` is in the block's CIDR and in none of its exceptions (of its own address family). */
+function inBlock(block: NonNullable<Peer['ipBlock']>, ip: string | undefined): boolean {
+  if (ip === undefined) return true;
+  const family = isIP(ip) === 6 ? 'ipv6' : 'ipv4';
+  const list = (cidrs: string[]) => {
+    const blocks = new BlockList();
+    for (const cidr of cidrs) {
+      const [network, prefix] = cidr.split('/');
+      if ((isIP(network) === 6 ? 'ipv6' : 'ipv4') === family) blocks.addSubnet(network, Number(prefix), family);
+    }
+    return blocks;
+  };
+  return list([block.cidr]).check(ip, family) && !list(block.except ?? []).check(ip, family);
+}
+
 function peerMatches(peer: Peer, policyNamespace: string, other: Endpoint): boolean {
-  if ('outside' in other) return peer.ipBlock !== undefined;
+  if ('outside' in other) return peer.ipBlock !== undefined && inBlock(peer.ipBlock, other.ip);
   if (peer.ipBlock) return false;
   const namespaceOk = peer.namespaceSelector ? matches(peer.namespaceSelector, other.namespaceLabels) : other.pod.namespace === policyNamespace;
   return namespaceOk && matches(peer.podSelector, other.pod.labels);

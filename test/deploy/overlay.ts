@@ -4,9 +4,9 @@ import { selectQueues } from '../../apps/worker/src/processor/worker-queues';
 import { Config, loadConfig } from '@app/config';
 import { JobRegistry } from '@app/jobs';
 import { ROOT } from './app-source';
-import { Manifest, renderKustomization } from './kustomize';
+import { Manifest, render } from './kustomize';
 import { cpuCores, K8sObject, readYaml, Workload } from './manifests';
-import { Pod } from './network-policy';
+import { LabelSelector, Pod } from './network-policy';
 
 /** A Deployment is one of the apps' when its pods carry this label; their component says which app. */
 export const APP_LABEL = 'app.kubernetes.io/name';
@@ -24,25 +24,39 @@ export type ScaledObject = K8sObject & {
     triggers: { type: string; name?: string; metricType?: string; metadata: Record<string, string>; authenticationRef?: { name: string; kind?: string } }[];
   };
 };
-export type TriggerAuthentication = K8sObject & { spec: { secretTargetRef?: { parameter: string; name: string; key: string }[] } };
+export type TriggerAuthentication = K8sObject & {
+  spec: { secretTargetRef?: { parameter: string; name: string; key: string }[]; env?: { parameter: string; name: string; containerName?: string }[] };
+};
 export type Hpa = K8sObject & {
   spec: { scaleTargetRef: { kind: string; name: string }; minReplicas?: number; maxReplicas: number; metrics?: { type: string; resource?: { name: string } }[] };
 };
-export type Service = K8sObject & { spec: { selector: Record<string, string>; ports: { name?: string; port: number; targetPort?: number | string }[] } };
+export type Service = K8sObject & {
+  spec: { selector: Record<string, string>; clusterIP?: string; ports: { name?: string; port: number; targetPort?: number | string }[] };
+};
+export type ServiceMonitor = K8sObject & { spec: { selector: LabelSelector; endpoints: { port?: string; path?: string }[] } };
 export type Pdb = K8sObject & { spec: { selector: { matchLabels: Record<string, string> }; maxUnavailable?: number | string; minAvailable?: number | string } };
 
-/** One overlay of docker/kubernetes, rendered, with what the apps in it would start with. */
+/** One overlay of docker/kubernetes (or a composition of one with components), rendered, with what the apps in it would start with. */
 export class Overlay {
-  readonly dir: string;
   readonly objects: Manifest[];
-  /** Secrets the overlay expects you to create: its secret.example.yaml, never applied. */
+  /** The kustomization directories it is built from: the overlay, its bases and its components. */
+  readonly dirs: string[];
+  /**
+   * Secrets the overlay expects you to create: the secret.example.yaml files of those directories,
+   * never applied. A component's example of a Secret replaces the overlay's (it says what changes).
+   */
   readonly examples: Secret[];
 
-  constructor(readonly name: string) {
-    this.dir = `docker/kubernetes/overlays/${name}`;
-    this.objects = renderKustomization(this.dir);
-    const example = `${this.dir}/secret.example.yaml`;
-    this.examples = existsSync(join(ROOT, example)) ? (readYaml(example) as Secret[]) : [];
+  constructor(
+    readonly name: string,
+    readonly dir = `docker/kubernetes/overlays/${name}`,
+  ) {
+    ({ objects: this.objects, dirs: this.dirs } = render(dir));
+    const byName = new Map<string, Secret>();
+    for (const example of this.dirs.map((d) => `${d}/secret.example.yaml`).filter((file) => existsSync(join(ROOT, file)))) {
+      for (const secret of readYaml(example) as Secret[]) byName.set(secret.metadata.name, secret);
+    }
+    this.examples = [...byName.values()];
   }
 
   ofKind<T extends K8sObject>(kind: string): T[] {
@@ -77,28 +91,37 @@ export class Overlay {
     return this.examples.find((s) => s.metadata.name === name)?.stringData;
   }
 
-  /** The environment a container starts with: envFrom in order, then env (resourceFieldRef resolved). */
+  /** A rendered ConfigMap's values. */
+  configMap(name: string): Record<string, string> | undefined {
+    const map = this.ofKind<K8sObject & { data?: Record<string, string> }>('ConfigMap').find((c) => c.metadata.name === name);
+    return map && (map.data ?? {});
+  }
+
+  /** The environment a container starts with: envFrom in order, then env (key references and resourceFieldRef resolved). */
   env(workload: Workload): Record<string, string> {
     const container = workload.spec.template.spec.containers[0];
+    const where = workload.metadata.name;
+    const source = (kind: 'ConfigMap' | 'Secret', name: string) => {
+      const values = kind === 'ConfigMap' ? this.configMap(name) : this.secret(name);
+      if (!values) throw new Error(`${where}: ${kind} ${name} is ${kind === 'ConfigMap' ? 'not rendered' : 'neither rendered nor in a secret.example.yaml'}`);
+      return values;
+    };
     const env: Record<string, string> = {};
     for (const from of container.envFrom ?? []) {
-      if (from.configMapRef) {
-        const map = this.ofKind<K8sObject & { data: Record<string, string> }>('ConfigMap').find((c) => c.metadata.name === from.configMapRef!.name);
-        if (!map) throw new Error(`${workload.metadata.name}: no ConfigMap ${from.configMapRef.name}`);
-        Object.assign(env, map.data);
-      }
-      if (from.secretRef) {
-        const values = this.secret(from.secretRef.name);
-        if (!values) throw new Error(`${workload.metadata.name}: Secret ${from.secretRef.name} is neither rendered nor in secret.example.yaml`);
-        Object.assign(env, values);
-      }
+      if (from.configMapRef) Object.assign(env, source('ConfigMap', from.configMapRef.name));
+      if (from.secretRef) Object.assign(env, source('Secret', from.secretRef.name));
     }
     for (const e of container.env ?? []) {
-      const field = e.valueFrom?.resourceFieldRef;
+      const { resourceFieldRef: field, secretKeyRef, configMapKeyRef } = e.valueFrom ?? {};
+      const ref = secretKeyRef ?? configMapKeyRef;
       if (field) {
         if (field.resource !== 'limits.cpu') throw new Error(`${e.name}: only limits.cpu is resolved here`);
         // The kubelet rounds up to whole divisors.
         env[e.name] = String(Math.ceil(cpuCores(container.resources!.limits!.cpu) / cpuCores(field.divisor ?? 1)));
+      } else if (ref) {
+        const value = source(secretKeyRef ? 'Secret' : 'ConfigMap', ref.name)[ref.key];
+        if (value === undefined) throw new Error(`${where}: ${e.name} names key ${ref.key}, which ${ref.name} does not have`);
+        env[e.name] = value;
       } else {
         env[e.name] = e.value ?? '';
       }

@@ -4,16 +4,24 @@ import { ROOT } from './app-source';
 import type { Manifest } from './kustomize';
 
 /**
- * Checks rendered objects against the Kubernetes and KEDA schemas, as published on npm by
- * kubernetes-models and @kubernetes-models/keda: their validators (types, required fields,
- * formats, enums) and, since those let unknown fields through where `kubectl apply` (strict
- * field validation) refuses them, TypeScript's excess-property check against their declarations.
+ * Checks rendered objects against the Kubernetes, KEDA and Prometheus Operator schemas, as published
+ * on npm by kubernetes-models, @kubernetes-models/keda and @kubernetes-models/prometheus-operator
+ * (4.x, the last CommonJS release, generated from the operator's v0.65 CRDs): their validators
+ * (types, required fields, formats, enums) and, since those let unknown fields through where
+ * `kubectl apply` (strict field validation) refuses them, TypeScript's excess-property check
+ * against their declarations.
  */
+
+/** API groups with models of their own (custom resources); the rest are kubernetes-models'. */
+const CRD_MODELS: Record<string, string> = {
+  'keda.sh': '@kubernetes-models/keda',
+  'monitoring.coreos.com': '@kubernetes-models/prometheus-operator',
+};
 
 /** The module of an object's model: `apps/v1` Deployment → kubernetes-models/apps/v1/Deployment. */
 function modelModule({ apiVersion, kind }: Manifest): string {
-  if (apiVersion.startsWith('keda.sh/')) return `@kubernetes-models/keda/${apiVersion}/${kind}`;
-  return `kubernetes-models/${apiVersion}/${kind}`;
+  const group = apiVersion.includes('/') ? apiVersion.split('/')[0] : '';
+  return `${CRD_MODELS[group] ?? 'kubernetes-models'}/${apiVersion}/${kind}`;
 }
 
 type ModelClass = new (data: unknown) => { validate(): void };
