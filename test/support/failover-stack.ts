@@ -26,17 +26,14 @@ const fmt = (ms: number) => Math.round(ms * 100) / 100;
  */
 export class FailoverStack {
   readonly ledgers: { durable: Ledger; plain: Ledger };
-  readonly workers: AppProcess[];
   private latency?: Map<string, LatencyStats>;
 
   private constructor(
     readonly kind: 'Sentinel' | 'Cluster',
-    readonly env: AppEnv,
     readonly durable: AppProcess,
     readonly plain: AppProcess,
-    workers: AppProcess[],
+    readonly workers: AppProcess[],
   ) {
-    this.workers = workers;
     this.ledgers = {
       durable: new Ledger(`${kind} failover, REDIS_MIN_REPLICAS_ACK=1`),
       plain: new Ledger(`${kind} failover, no REDIS_MIN_REPLICAS_ACK`),
@@ -66,7 +63,7 @@ export class FailoverStack {
       startApp('worker', env, opts),
       startApp('worker', env, opts),
     ]);
-    return new FailoverStack(kind, env, durable, plain, workers);
+    return new FailoverStack(kind, durable, plain, workers);
   }
 
   get apps(): AppProcess[] {
