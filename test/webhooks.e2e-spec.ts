@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { METRIC_PREFIX } from '@app/metrics';
-import { AppProcess, startApp, stackEnv } from './support/apps';
+import { METRIC_PREFIX, METRICS } from '@app/metrics';
+import { AppProcess, startApp, stackEnv, uniquePrefix } from './support/apps';
 import { getJob, request, submit } from './support/http';
 import { waitFor } from './support/wait';
 import { WebhookReceiver } from './support/webhook-receiver';
@@ -148,6 +148,65 @@ describe('webhooks', () => {
     expect(hit.body.cached).toBe(true);
     const event = await waitFor(() => receiver.accepted().find((r) => r.path === '/cached'), { timeoutMs: 20_000, what: 'the cached result\'s callback' });
     expect(event.event).toMatchObject({ type: 'job.completed', data: { id: done.body.id, status: 'completed', result: 6765 } });
+  });
+
+  it('gives a batch one callback per distinct job (none for an invalid item), and refuses a disallowed Callback-Url with nothing queued', async () => {
+    // A stack of its own, whose worker starts only after the refused batch: anything that batch had
+    // queued would still be waiting, and every delivery of this prefix goes through this one API.
+    const own = { ...env, REDIS_PREFIX: uniquePrefix('webhooks-batch') };
+    const api = await start('api', own);
+    const postBatch = (items: unknown[], url: string, headers: Record<string, string> = {}) =>
+      request(`${api.url}/v1/jobs/fibonacci/batch`, { method: 'POST', json: { items }, headers: { 'callback-url': url, ...headers } });
+    // A duplicate (item 1 of item 0), an invalid item, and a result the cache has (item 3).
+    const items = [{ n: 25 }, { n: 25 }, { n: -1 }, { n: 24 }, { n: 26 }];
+
+    const refused = await postBatch(items, `http://127.0.0.1:${outsider.port}/batch`);
+    expect(refused.status).toBe(400);
+    expect(refused.body).toMatchObject({ code: 'INVALID_CALLBACK_URL' });
+    expect(await api.metric(METRICS.queueJobs)).toBe(0);
+
+    await start('worker', own);
+    const seeded = await submit(api.url, 'fibonacci', { n: 24 }, { wait: 10 });
+    expect(seeded.body.status).toBe('completed');
+    const batch = await postBatch(items, `http://127.0.0.1:${receiver.port}/batch`);
+    expect(batch.status).toBe(202);
+    expect(batch.body.items.map((item: { status: number }) => item.status)).toEqual([202, 202, 400, 200, 202]);
+    const [a, again, , cached, b] = batch.body.items.map((item: { job?: { id: string } }) => item.job?.id);
+    expect(again).toBe(a);
+    expect(cached).toBe(seeded.body.id);
+
+    const onBatch = () => receiver.accepted().filter((r) => r.path === '/batch');
+    await waitFor(() => onBatch().length >= 3, { timeoutMs: 30_000, intervalMs: 100, what: 'the callbacks of the batch' });
+    // Every delivery this API registered is done: three, one per distinct job, each accepted once.
+    await waitFor(async () => (await api.metric(`${METRIC_PREFIX}webhook_deliveries_total`)) === 3, { what: 'three finished deliveries' });
+    expect(onBatch().map((r) => r.event!.data.id).sort()).toEqual([a, cached, b].sort());
+    expect(new Set(onBatch().map((r) => r.headers['webhook-id'])).size).toBe(3);
+    expect(receiver.received.filter((r) => r.path === '/batch' && !r.event)).toEqual([]);
+    expect(onBatch().find((r) => r.event!.data.id === cached)!.event).toMatchObject({ type: 'job.completed', data: { status: 'completed', result: 46368 } });
+    expect(outsider.received).toEqual([]);
+  }, 60_000);
+
+  it('refuses a retry under the same Idempotency-Key with another Callback-Url (422), single or batch', async () => {
+    const api = procs.find((p) => p.kind === 'api' && p.alive)!;
+    const hook = (path: string, key: string) => ({ headers: { 'idempotency-key': key, 'callback-url': `http://127.0.0.1:${receiver.port}${path}` } });
+    const key = `"callback-${randomBytes(4).toString('hex')}"`;
+    const first = await submit(api.url, 'fibonacci', { n: 27 }, hook('/first', key));
+    expect([200, 202]).toContain(first.status);
+    expect((await submit(api.url, 'fibonacci', { n: 27 }, hook('/first', key))).body.id).toBe(first.body.id);
+    const other = await submit(api.url, 'fibonacci', { n: 27 }, hook('/second', key));
+    expect(other.status).toBe(422);
+    expect(other.body).toMatchObject({ code: 'IDEMPOTENCY_KEY_CONFLICT' });
+
+    const batchKey = `"callback-batch-${randomBytes(4).toString('hex')}"`;
+    const postBatch = (path: string) => request(`${api.url}/v1/jobs/fibonacci/batch`, { method: 'POST', json: { items: [{ n: 28 }] }, ...hook(path, batchKey) });
+    expect([200, 202]).toContain((await postBatch('/first')).status);
+    const otherBatch = await postBatch('/second');
+    expect(otherBatch.status).toBe(422);
+    expect(otherBatch.body).toMatchObject({ code: 'IDEMPOTENCY_KEY_CONFLICT' });
+
+    // The refused retries registered nothing: only the first URL hears of the jobs.
+    await waitFor(() => receiver.accepted().filter((r) => r.path === '/first').length === 2, { timeoutMs: 20_000, what: 'the two callbacks to /first' });
+    expect(receiver.received.filter((r) => r.path === '/second')).toEqual([]);
   });
 
   it('refuses Callback-Url with a 400 saying so when webhooks are off', async () => {

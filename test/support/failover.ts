@@ -81,6 +81,13 @@ export class SubmitLoad {
     return this.attempts.filter((a) => a.target === target && (!phase || a.phase === phase) && (a.status === 200 || a.status === 202)).length;
   }
 
+  /** Accepted submissions to `target` by the phase they were sent in, in the order the phases came. */
+  acceptedByPhase(target: string): Record<string, number> {
+    const out: Record<string, number> = {};
+    for (const a of this.attempts) if (a.target === target) out[a.phase] = (out[a.phase] ?? 0) + (a.status === 200 || a.status === 202 ? 1 : 0);
+    return out;
+  }
+
   /** Refusals by status and code, e.g. `503 QUEUE_UNAVAILABLE x12`. */
   refusals(target: string): Record<string, number> {
     const out: Record<string, number> = {};
@@ -108,11 +115,19 @@ export class SubmitLoad {
 
 const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 
+export interface LatencyStats {
+  n: number;
+  p50: number;
+  p99: number;
+  /** The API's own account of the WAIT step (Server-Timing `replicas`), where it gave one. */
+  wait?: { n: number; p50: number; p99: number };
+}
+
 /**
  * Submit latency of each API, measured side by side: one caller, `rounds` alternating rounds of
  * `perRound` distinct `sort` submissions per API, so both see the same load on the machine.
  */
-export async function submitLatency(apis: Array<{ name: string; api: AppProcess }>, { rounds = 4, perRound = 60 } = {}) {
+export async function submitLatency(apis: Array<{ name: string; api: AppProcess }>, { rounds = 4, perRound = 60 } = {}): Promise<Map<string, LatencyStats>> {
   const samples = new Map(apis.map(({ name }) => [name, [] as number[]]));
   // The API's own account of the WAIT step (Server-Timing `replicas`), where it has one.
   const waits = new Map(apis.map(({ name }) => [name, [] as number[]]));
@@ -136,9 +151,13 @@ export async function submitLatency(apis: Array<{ name: string; api: AppProcess 
   return new Map([...samples].map(([name, ms]) => [name, { ...stats(ms), wait: waits.get(name)!.length ? stats(waits.get(name)!) : undefined }]));
 }
 
-/** Every refusal under a failover is a 503 problem with Retry-After, never a 500 or a hang. */
+/**
+ * Every refusal under a failover is a 503 problem with Retry-After, never a 500 or a hang: a request
+ * in the middle of the failover is answered (503 or accepted) within seconds.
+ */
 export function expectOnly503s(attempts: Attempt[]): void {
   for (const a of attempts.filter((x) => x.status !== 200 && x.status !== 202)) {
     expect(a).toMatchObject({ status: 503, retryAfter: expect.stringMatching(/^\d+$/), contentType: expect.stringMatching(/^application\/problem\+json/) });
   }
+  expect(Math.max(...attempts.map((a) => a.ms))).toBeLessThan(15_000);
 }

@@ -151,21 +151,23 @@ export class Ledger {
   }
 
   /**
-   * Polls every accepted job until all have finished (completed, failed or cancelled) or `timeoutMs`
-   * passes. Reads that fail (Redis briefly away) are retried on the next round.
+   * Polls every accepted job until all have finished (completed, failed or cancelled), are unknown
+   * to the API (404: lost, e.g. to a failover) or `timeoutMs` passes. Reads that fail (Redis briefly
+   * away) are retried on the next round.
    */
   async settle(api: string, { timeoutMs = 60_000 }: { timeoutMs?: number } = {}): Promise<Map<string, any>> {
     const views = new Map<string, any>();
     const deadline = Date.now() + timeoutMs;
+    const open = () => this.ids.filter((id) => !['completed', 'failed', 'cancelled', 'not-found'].includes(views.get(id)?.status));
     for (;;) {
-      const open = this.ids.filter((id) => !['completed', 'failed', 'cancelled'].includes(views.get(id)?.status));
-      if (open.length === 0 || Date.now() > deadline) return views;
-      await inParallel(open, 16, async (id) => {
+      const waiting = open();
+      if (waiting.length === 0 || Date.now() > deadline) return views;
+      await inParallel(waiting, 16, async (id) => {
         const res = await getJob(api, id).catch(() => undefined);
         if (res?.status === 200) views.set(id, res.body);
         else if (res?.status === 404) views.set(id, { status: 'not-found' });
       });
-      if (open.some((id) => !['completed', 'failed', 'cancelled'].includes(views.get(id)?.status))) await sleep(250);
+      if (open().length > 0) await sleep(250);
     }
   }
 

@@ -183,6 +183,37 @@ export class SentinelSet {
     );
   }
 
+  /**
+   * Cuts the replicas of `primary` off its replication stream, as a partition between them would, and
+   * returns how to undo it: each replica drops its link and, with a wrong `masterauth`, cannot link
+   * again. They keep answering the Sentinels (so one is still promoted), but from here on writes
+   * exist on the primary only. why not SIGSTOP: a stopped replica still receives into its socket
+   * buffer and applies that after SIGCONT, even once the primary is dead; only what overflows the
+   * buffer would be lost, an amount that varies with the load.
+   */
+  async cutReplicas(primary: RedisNode): Promise<{ reconnect(): Promise<void> }> {
+    const replicas = this.data.filter((n) => n !== primary);
+    const cut = (replica: RedisNode) =>
+      replica.client(async (c) => {
+        await c.config('SET', 'masterauth', `not-${this.password}`);
+        await c.call('CLIENT', 'KILL', 'TYPE', 'master');
+      });
+    await Promise.all(replicas.map(cut));
+    return {
+      reconnect: async () => {
+        await Promise.all(replicas.map((r) => r.client((c) => c.config('SET', 'masterauth', this.password))));
+      },
+    };
+  }
+
+  /** How many bytes of `primary`'s replication stream even the replica furthest along (the one Sentinel promotes) lacks. */
+  async replicationLag(primary: RedisNode): Promise<number> {
+    const offset = async (node: RedisNode, field: string) => Number(new RegExp(`^${field}:(\\d+)`, 'm').exec(await node.client((c) => c.info('replication')))?.[1]);
+    const replicas = this.data.filter((n) => n !== primary);
+    const [written, ...copied] = await Promise.all([offset(primary, 'master_repl_offset'), ...replicas.map((r) => offset(r, 'slave_repl_offset'))]);
+    return written - Math.max(...copied);
+  }
+
   async stop(): Promise<void> {
     await stopAll([...this.sentinels, ...this.data]);
   }

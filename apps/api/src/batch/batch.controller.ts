@@ -4,7 +4,7 @@ import type { ContentObject } from '@nestjs/swagger/dist/interfaces/open-api-spe
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { CONFIG, type Config } from '@app/config';
 import { JOB_INPUT, JOB_VIEW } from '../docs/job-types.openapi';
-import { ApiCallbackUrl, ApiIdempotencyKey, ApiPreferWait, ApiProblems } from '../docs/openapi.decorators';
+import { ApiSubmission } from '../docs/openapi.decorators';
 import { schemaRef } from '../docs/openapi.schemas';
 import { Problem } from '../http/problem';
 import { ServerTiming } from '../http/server-timing';
@@ -59,24 +59,9 @@ export class BatchController {
       'Validates every item (an invalid item fails alone), answers cache hits at once, joins identical work, and enqueues the rest in one round trip to Redis. At most `BATCH_MAX_ITEMS` items; rate limits and `MAX_BACKLOG` count items.',
   })
   @ApiBody({ required: true, schema: { type: 'object', required: ['items'], properties: { items: { type: 'array', items: JOB_INPUT, minItems: 1 } } } })
-  @ApiPreferWait()
-  @ApiIdempotencyKey()
-  @ApiCallbackUrl()
+  @ApiSubmission()
   @ApiResponse({ status: 200, description: 'Every entry final: a finished job or a problem.', content: ITEMS })
   @ApiResponse({ status: 202, description: 'Some jobs queued or running.', content: ITEMS })
-  @ApiProblems(
-    'INVALID_INPUT',
-    'MALFORMED_REQUEST',
-    'UNKNOWN_JOB_TYPE',
-    'INVALID_IDEMPOTENCY_KEY',
-    'IDEMPOTENCY_KEY_CONFLICT',
-    'INVALID_CALLBACK_URL',
-    'WEBHOOKS_DISABLED',
-    'PAYLOAD_TOO_LARGE',
-    'UNSUPPORTED_MEDIA_TYPE',
-    'QUEUE_UNAVAILABLE',
-    'SHUTTING_DOWN',
-  )
   async submit(
     @Param('type') type: string,
     @Body() body: unknown,

@@ -32,7 +32,7 @@ export function problemResponse(status: number, codes: ApiErrorCode[]) {
 }
 
 /** `Prefer: wait=N` (RFC 7240): wait up to N seconds for the job to finish. */
-export const ApiPreferWait = (): MethodDecorator & ClassDecorator =>
+const ApiPreferWait = (): MethodDecorator & ClassDecorator =>
   ApiHeader({
     name: 'Prefer',
     required: false,
@@ -42,7 +42,7 @@ export const ApiPreferWait = (): MethodDecorator & ClassDecorator =>
   });
 
 /** `Idempotency-Key` (IETF httpapi draft): a retry with the same key and body gets the same job. */
-export const ApiIdempotencyKey = (): MethodDecorator & ClassDecorator =>
+const ApiIdempotencyKey = (): MethodDecorator & ClassDecorator =>
   ApiHeader({
     name: 'Idempotency-Key',
     required: false,
@@ -53,7 +53,7 @@ export const ApiIdempotencyKey = (): MethodDecorator & ClassDecorator =>
   });
 
 /** `Callback-Url`: one signed POST (Standard Webhooks) to that URL when the job finishes. */
-export const ApiCallbackUrl = (): MethodDecorator & ClassDecorator =>
+const ApiCallbackUrl = (): MethodDecorator & ClassDecorator =>
   ApiHeader({
     name: 'Callback-Url',
     required: false,
@@ -62,3 +62,29 @@ export const ApiCallbackUrl = (): MethodDecorator & ClassDecorator =>
     // why no `example`: Swagger UI would send it with every "Try it out" (a 400 where webhooks are off).
     schema: { type: 'string', format: 'uri' },
   });
+
+/**
+ * What a request that submits work (one job, or a batch) may be refused with as a whole. A batch
+ * answers over-the-backlog items one by one (see BatchService), a single job as the whole request.
+ */
+const SUBMISSION_PROBLEMS: readonly ApiErrorCode[] = [
+  'INVALID_INPUT',
+  'MALFORMED_REQUEST',
+  'UNKNOWN_JOB_TYPE',
+  'INVALID_IDEMPOTENCY_KEY',
+  'IDEMPOTENCY_KEY_CONFLICT',
+  'INVALID_CALLBACK_URL',
+  'WEBHOOKS_DISABLED',
+  'PAYLOAD_TOO_LARGE',
+  'UNSUPPORTED_MEDIA_TYPE',
+  'QUEUE_UNAVAILABLE',
+  'NOT_REPLICATED',
+  'SHUTTING_DOWN',
+];
+
+/**
+ * The request headers and problems every submission route shares (POST /v1/jobs/{type} and its
+ * batch), so the two cannot drift apart; `also` adds the route's own problems.
+ */
+export const ApiSubmission = (...also: ApiErrorCode[]): MethodDecorator & ClassDecorator =>
+  applyDecorators(ApiPreferWait(), ApiIdempotencyKey(), ApiCallbackUrl(), ApiProblems(...SUBMISSION_PROBLEMS, ...also));

@@ -4,7 +4,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { CONFIG, type Config } from '@app/config';
 import { Lifecycle } from '@app/health';
 import { JOB_INPUT, JOB_VIEW } from '../docs/job-types.openapi';
-import { ApiCallbackUrl, ApiIdempotencyKey, ApiPreferWait, ApiProblems } from '../docs/openapi.decorators';
+import { ApiProblems, ApiSubmission } from '../docs/openapi.decorators';
 import { ServerTiming } from '../http/server-timing';
 import { parseIdempotencyKey } from '../idempotency/idempotency-key';
 import { callerOf } from '../security/caller';
@@ -39,9 +39,7 @@ export class JobsController {
     description: 'Runs the job, or joins an identical one queued or running, or answers from the result cache. `Server-Timing` says where the time went.',
   })
   @ApiBody({ required: true, schema: JOB_INPUT })
-  @ApiPreferWait()
-  @ApiIdempotencyKey()
-  @ApiCallbackUrl()
+  @ApiSubmission('BACKLOG_FULL')
   @ApiResponse({ status: 200, description: 'Finished: a cache hit (`cached: true`), or finished within `Prefer: wait`.', content: VIEW })
   @ApiResponse({
     status: 202,
@@ -49,20 +47,6 @@ export class JobsController {
     headers: { Location: { description: '`/v1/jobs/{id}`', schema: { type: 'string' } } },
     content: VIEW,
   })
-  @ApiProblems(
-    'INVALID_INPUT',
-    'MALFORMED_REQUEST',
-    'UNKNOWN_JOB_TYPE',
-    'INVALID_IDEMPOTENCY_KEY',
-    'IDEMPOTENCY_KEY_CONFLICT',
-    'INVALID_CALLBACK_URL',
-    'WEBHOOKS_DISABLED',
-    'PAYLOAD_TOO_LARGE',
-    'UNSUPPORTED_MEDIA_TYPE',
-    'QUEUE_UNAVAILABLE',
-    'BACKLOG_FULL',
-    'SHUTTING_DOWN',
-  )
   async submit(
     @Param('type') type: string,
     @Body() body: unknown,
