@@ -40,7 +40,7 @@ describe('bench (smoke)', () => {
 
     const json = JSON.parse(readFileSync(join(results, 'latest.json'), 'utf8'));
     expect(json.meta).toMatchObject({ mode: 'smoke', passes: 1, roundsPerPass: 1 });
-    expect(Object.keys(json.scenarios)).toEqual(['isolation', 'cpu', 'overhead', 'cache', 'singleFlight', 'adapters', 'batch', 'memory']);
+    expect(Object.keys(json.scenarios)).toEqual(['isolation', 'cpu', 'overhead', 'cache', 'singleFlight', 'adapters', 'batch', 'seeds', 'memory']);
     expect(json.scenarios.singleFlight.executions.values).toEqual([1]);
     const measured = json.rows.filter((r: { ratio?: { median: number } }) => r.ratio);
     expect(measured.length).toBeGreaterThan(8);
@@ -48,7 +48,7 @@ describe('bench (smoke)', () => {
 
     const markdown = readFileSync(join(results, 'latest.md'), 'utf8');
     expect(markdown).toContain('| Scenario | Measure | Template | Baseline | Ratio | Target | Met |');
-    for (const name of ['1. Isolation', '2. CPU throughput', '3. Per-job overhead', '4. Cache hits', '5. Single-flight', '6. Memory', '7. Batch', 'HTTP adapter']) {
+    for (const name of ['1. Isolation', '2. CPU throughput', '3. Per-job overhead', '4. Cache hits', '5. Single-flight', '6. Memory', '7. Batch', 'HTTP adapter', 'Seed techniques']) {
       expect(markdown).toContain(`| ${name} |`);
     }
     const svg = readFileSync(join(results, 'latest.svg'), 'utf8');
