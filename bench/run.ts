@@ -18,6 +18,7 @@ import { MemoryRecorder } from './scenarios/memory';
 import { OverheadScenario } from './scenarios/overhead';
 import { PayloadScenario } from './scenarios/payload';
 import { PeersScenario } from './scenarios/peers';
+import { SeedsScenario } from './scenarios/seeds';
 import { SingleFlightScenario } from './scenarios/single-flight';
 import { BenchOptions, loadOptions, ScenarioName } from './support/options';
 import { Progress } from './support/progress';
@@ -39,6 +40,7 @@ const SCENARIO_CLASSES: Record<ScenarioName, new (ctx: BenchContext) => Scenario
   batch: BatchScenario,
   payload: PayloadScenario,
   peers: PeersScenario,
+  seeds: SeedsScenario,
 };
 
 /** ms of one pbkdf2-sha512 iteration on this machine, measured once. */
@@ -82,6 +84,12 @@ async function startServers(opts: BenchOptions, templateEnv: Env, prefix: string
   if (want.has('adapters')) {
     start('fastify', 'adapters/adapter.main.js', { ADAPTER: 'fastify' });
     start('express', 'adapters/adapter.main.js', { ADAPTER: 'express' });
+  }
+  if (want.has('seeds')) {
+    start('seedCluster', 'baselines/seed-cluster.main.js', { REDIS_PREFIX: `${prefix}-seed-cluster`, CLUSTER_WORKERS: '2' });
+    start('seedPartitioned', 'baselines/seed-partitioned.main.js', { REDIS_PREFIX: `${prefix}-seed-partitioned` });
+    start('seedLibuv4', 'baselines/seed-libuv.main.js', { REDIS_PREFIX: `${prefix}-seed-libuv4`, UV_THREADPOOL_SIZE: '4' });
+    start('seedLibuv16', 'baselines/seed-libuv.main.js', { REDIS_PREFIX: `${prefix}-seed-libuv16`, UV_THREADPOOL_SIZE: '16' });
   }
   progress.log(`starting ${starts.length} baseline servers: ${starts.map(([k]) => k).join(', ')}`);
   const settled = await Promise.allSettled(starts.map(([, p]) => p));

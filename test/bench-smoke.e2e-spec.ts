@@ -4,6 +4,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { compileBench } from '../bench/support/compile';
+import { SCENARIOS } from '../bench/support/options';
 
 const ROOT = join(__dirname, '..');
 
@@ -40,7 +41,7 @@ describe('bench (smoke)', () => {
 
     const json = JSON.parse(readFileSync(join(results, 'latest.json'), 'utf8'));
     expect(json.meta).toMatchObject({ mode: 'smoke', passes: 1, roundsPerPass: 1 });
-    expect(Object.keys(json.scenarios)).toEqual(['isolation', 'cpu', 'overhead', 'cache', 'singleFlight', 'adapters', 'batch', 'peers', 'memory']);
+    expect(Object.keys(json.scenarios)).toEqual([...SCENARIOS, 'memory']);
     expect(json.scenarios.singleFlight.executions.values).toEqual([1]);
     const measured = json.rows.filter((r: { ratio?: { median: number } }) => r.ratio);
     expect(measured.length).toBeGreaterThan(8);
@@ -48,7 +49,7 @@ describe('bench (smoke)', () => {
 
     const markdown = readFileSync(join(results, 'latest.md'), 'utf8');
     expect(markdown).toContain('| Scenario | Measure | Template | Baseline | Ratio | Target | Met |');
-    for (const name of ['1. Isolation', '2. CPU throughput', '3. Per-job overhead', '4. Cache hits', '5. Single-flight', '6. Memory', '7. Batch', '8. Peer', 'HTTP adapter']) {
+    for (const name of ['1. Isolation', '2. CPU throughput', '3. Per-job overhead', '4. Cache hits', '5. Single-flight', '6. Memory', '7. Batch', '8. Peer', 'Seed techniques', 'HTTP adapter']) {
       expect(markdown).toContain(`| ${name} |`);
     }
     const svg = readFileSync(join(results, 'latest.svg'), 'utf8');

@@ -19,6 +19,11 @@ export interface Servers {
   plain?: AppProcess;
   fastify?: AppProcess;
   express?: AppProcess;
+  /** The seed articles' techniques on bare node:http (bench/baselines/seed-*.main.ts). */
+  seedCluster?: AppProcess;
+  seedPartitioned?: AppProcess;
+  seedLibuv4?: AppProcess;
+  seedLibuv16?: AppProcess;
 }
 
 export interface BenchContext {
