@@ -17,6 +17,7 @@ import { IsolationScenario } from './scenarios/isolation';
 import { MemoryRecorder } from './scenarios/memory';
 import { OverheadScenario } from './scenarios/overhead';
 import { PayloadScenario } from './scenarios/payload';
+import { ReplicasScenario } from './scenarios/replicas';
 import { SingleFlightScenario } from './scenarios/single-flight';
 import { BenchOptions, loadOptions, ScenarioName } from './support/options';
 import { Progress } from './support/progress';
@@ -37,6 +38,7 @@ const SCENARIO_CLASSES: Record<ScenarioName, new (ctx: BenchContext) => Scenario
   adapters: AdaptersScenario,
   batch: BatchScenario,
   payload: PayloadScenario,
+  replicas: ReplicasScenario,
 };
 
 /** ms of one pbkdf2-sha512 iteration on this machine, measured once. */

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 
 /** The scenarios `npm run bench` runs by default, in order; `payload` is an extra, run on request. */
-export const SCENARIOS = ['isolation', 'cpu', 'overhead', 'cache', 'singleFlight', 'adapters', 'batch'] as const;
+export const SCENARIOS = ['isolation', 'cpu', 'overhead', 'cache', 'singleFlight', 'adapters', 'batch', 'replicas'] as const;
 export const EXTRA_SCENARIOS = ['payload'] as const;
 export type ScenarioName = (typeof SCENARIOS)[number] | (typeof EXTRA_SCENARIOS)[number];
 
@@ -38,6 +38,8 @@ export interface BenchOptions {
   /** Jobs per leg, items per batch, and the callers of each side. */
   batch: { jobs: number; size: number; callers: number; singleCallers: number };
   payload: { sizes: number[] };
+  /** pbkdf2 jobs per worker leg and their callers; callers and seconds of the trivial and cache-hit legs; single-flight callers. */
+  replicas: { cpuJobs: number; cpuCallers: number; callers: number; durationS: number; flightCallers: number };
   /** Memory soak after the passes: chunks × jobs per chunk (0 chunks: none). */
   soak: { chunks: number; perChunk: number };
 }
@@ -86,6 +88,9 @@ export function loadOptions(env: NodeJS.ProcessEnv = process.env, argv: readonly
     singleFlight: smoke ? { callers: 100, jobMs: 50 } : { callers: 100, jobMs: 100 },
     adapters: smoke ? { connections: 8, durationS: 0.3 } : { connections: 8, durationS: 2 },
     batch: smoke ? { jobs: 100, size: 50, callers: 2, singleCallers: 8 } : { jobs: 4000, size: 1000, callers: 2, singleCallers: 32 },
+    replicas: smoke
+      ? { cpuJobs: 8, cpuCallers: 4, callers: 32, durationS: 0.3, flightCallers: 50 }
+      : { cpuJobs: 160, cpuCallers: 8, callers: 32, durationS: 2, flightCallers: 50 },
     payload: { sizes: smoke ? [1000, 10_000] : [1000, 10_000, 100_000, 300_000] },
     soak: smoke ? { chunks: 2, perChunk: 200 } : { chunks: int('BENCH_SOAK_CHUNKS', 6), perChunk: 5000 },
   };
