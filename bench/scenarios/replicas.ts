@@ -1,9 +1,10 @@
 import { request } from 'node:http';
+import { join } from 'node:path';
 import type { AppProcess } from '../../test/support/apps';
 import { closedLoop, HttpClient } from '../load/http-client';
 import { ms, num, perS, spreadOf } from '../report/format';
 import type { ScenarioReport } from '../report/report.types';
-import { cpuMs, startTemplate } from '../support/stack';
+import { cpuMs, startNode, startTemplate } from '../support/stack';
 import { Rounds } from '../support/stats';
 import { BenchContext, fresh, nextN, rotate, Scenario, sleep } from './context';
 
@@ -42,15 +43,15 @@ const CANCEL_N = 20_000_000_000;
  * replicas against one behind the same load; and single flight, cancel and SSE stay correct when
  * a job's submission, its cancel or its event stream land on different replicas, under load.
  *
- * Two stacks of its own, each on its own key prefix so neither (nor the run's default stack)
- * consumes the other's jobs: `one` = one API + one worker with WORKER_THREADS=2; `many` = two APIs
- * + two workers with WORKER_THREADS=1. Same build, same env otherwise.
+ * Three stacks of its own, each on its own key prefix so none (nor the run's default stack)
+ * consumes another's jobs, and no leg runs beside an idle replica that would still read every job
+ * event: `w2` = 1 API + 1 worker with WORKER_THREADS=2; `w1x2` = 1 API + 2 workers with
+ * WORKER_THREADS=1; `a2` = 2 APIs + the same 2 workers. Same build, same env otherwise.
  */
 export class ReplicasScenario implements Scenario<ScenarioReport> {
   readonly name = 'replicas';
   private readonly rounds = new Rounds();
-  private one?: Stack;
-  private many?: Stack;
+  private stacks?: { w2: Stack; w1x2: Stack; a2: Stack };
   private iterations = 0;
 
   constructor(private readonly ctx: BenchContext) {}
@@ -58,14 +59,22 @@ export class ReplicasScenario implements Scenario<ScenarioReport> {
   async beginPass(): Promise<void> {
     const { opts, progress, templateEnv, prefix } = this.ctx;
     this.iterations = this.ctx.iterationsFor(opts.cpuJobMs);
-    progress.log(`${this.name}: starting 1 API + 1 worker × 2 threads, and 2 APIs + 2 workers × 1 thread, each on its own prefix`);
+    progress.log(`${this.name}: starting 1 API + 1 worker × 2 threads; 1 API + 2 workers × 1 thread; 2 APIs + 2 workers × 1 thread; each on its own prefix`);
     const start = (suffix: string, threads: number) =>
       startTemplate(opts.root, { ...templateEnv, REDIS_PREFIX: `${prefix}-${suffix}`, WORKER_THREADS: String(threads) }, { dist: opts.dist, nodeArgs: opts.nodeArgs });
-    const [a, b, c] = await Promise.all([start('one', 2), start('many', 1), start('many', 1)]);
-    this.one = stack([a.api], [a.worker]);
-    this.many = stack([b.api, c.api], [b.worker, c.worker]);
-    progress.log(`${this.name}: warming up (and priming the cached input on both prefixes)`);
-    for (const s of [this.one, this.many]) {
+    const worker = () =>
+      startNode(join(opts.dist, 'apps', 'worker', 'src', 'main.js'), { ...templateEnv, REDIS_PREFIX: `${prefix}-w1x2`, WORKER_THREADS: '1' }, {
+        cwd: opts.root,
+        portVar: 'WORKER_PORT',
+        kind: 'worker',
+        nodeArgs: opts.nodeArgs,
+      });
+    // why in two steps: eight Node processes starting at once on 2 cores can outlast the readiness timeout.
+    const [w2, b, bWorker] = await Promise.all([start('w2', 2), start('w1x2', 1), worker()]);
+    const [c1, c2] = await Promise.all([start('a2', 1), start('a2', 1)]);
+    this.stacks = { w2: stack([w2.api], [w2.worker]), w1x2: stack([b.api], [b.worker, bWorker]), a2: stack([c1.api, c2.api], [c1.worker, c2.worker]) };
+    progress.log(`${this.name}: warming up (and priming the cached input on every prefix)`);
+    for (const s of Object.values(this.stacks)) {
       for (const client of s.clients) {
         const first = await client.json<View>('POST', '/v1/jobs/fibonacci', { json: CACHED_INPUT, headers: { prefer: 'wait=30' } });
         if (first.body?.status !== 'completed') throw new Error(`replicas: priming job did not complete (HTTP ${first.status})`);
@@ -76,24 +85,23 @@ export class ReplicasScenario implements Scenario<ScenarioReport> {
   }
 
   async endPass(): Promise<void> {
-    for (const s of [this.one, this.many]) {
-      s?.clients.forEach((c) => c.close());
-      await Promise.all([...(s?.apis ?? []), ...(s?.workers ?? [])].map((p) => p.stop()));
+    for (const s of Object.values(this.stacks ?? {})) {
+      s.clients.forEach((c) => c.close());
+      await Promise.all([...s.apis, ...s.workers].map((p) => p.stop()));
     }
-    this.one = this.many = undefined;
+    this.stacks = undefined;
   }
 
   async round(round: number, rounds: number): Promise<void> {
     const { opts, progress } = this.ctx;
     const o = opts.replicas;
-    const one = this.one!;
-    const many = this.many!;
+    const { w2, w1x2, a2 } = this.stacks!;
     const step = (what: string) => progress.step(this.name, round + 1, rounds, what);
 
     // Workers: the same load on one API, in front of one 2-thread worker or two 1-thread workers.
     const workerLegs: Leg[] = [
-      { key: 'w1x2', label: '1 worker × 2 threads', stack: one, apis: 1 },
-      { key: 'w2x1', label: '2 workers × 1 thread', stack: many, apis: 1 },
+      { key: 'w1x2', label: '1 worker × 2 threads', stack: w2, apis: 1 },
+      { key: 'w2x1', label: '2 workers × 1 thread', stack: w1x2, apis: 1 },
     ];
     for (const [load, what, size] of [
       ['pbkdf2', `${o.cpuJobs} pbkdf2 jobs (~${opts.cpuJobMs} ms), ${o.cpuCallers} callers`, { total: o.cpuJobs, callers: o.cpuCallers }],
@@ -106,10 +114,10 @@ export class ReplicasScenario implements Scenario<ScenarioReport> {
       this.rounds.add(`workers.${load}.ratio`, this.last(`w2x1.${load}.jobsPerS`) / this.last(`w1x2.${load}.jobsPerS`));
     }
 
-    // APIs: the same two workers behind one API or two, the callers spread round-robin over them.
+    // APIs: two 1-thread workers behind one API or two, the callers spread round-robin over them.
     const apiLegs: Leg[] = [
-      { key: 'api1', label: '1 API', stack: many, apis: 1 },
-      { key: 'api2', label: '2 APIs, round-robin', stack: many, apis: 2 },
+      { key: 'api1', label: '1 API', stack: w1x2, apis: 1 },
+      { key: 'api2', label: '2 APIs, round-robin', stack: a2, apis: 2 },
     ];
     for (const [load, what] of [
       ['trivial', `trivial sum jobs, ${o.callers} callers, ${o.durationS} s`],
@@ -121,15 +129,19 @@ export class ReplicasScenario implements Scenario<ScenarioReport> {
       }
       this.rounds.add(`apis.${load}.ratio`, this.last(`api2.${load}.jobsPerS`) / this.last(`api1.${load}.jobsPerS`));
     }
+    // why: each of 2 APIs sees half the callers; CPU per request at that load on one API tells the
+    // cost of less batching per event-loop turn apart from the cost of a second replica.
+    step(`1 API, ${o.callers / 2} callers (each replica's share): cache hits, for CPU per hit`);
+    await this.measure({ key: 'api1half', label: `1 API, ${o.callers / 2} callers`, stack: w1x2, apis: 1 }, 'hit', { durationS: o.durationS, callers: o.callers / 2 });
 
     step(`correctness across replicas, under ${o.callers} callers of trivial jobs on both APIs`);
-    await this.correctness(many);
+    await this.correctness(a2);
   }
 
   /** Drives `load` through the leg's APIs and records jobs/s and CPU ms per job of each kind of process. */
   private async measure(leg: Leg, load: Load, size: { total?: number; durationS?: number; callers: number }): Promise<void> {
     const processes: Array<[string, number[]]> = [
-      ['API', leg.stack.apis.slice(0, leg.apis).map((p) => p.pid)],
+      ['API', leg.stack.apis.map((p) => p.pid)],
       ['workers', leg.stack.workers.map((p) => p.pid)],
       ['bench', [process.pid]],
     ];
@@ -330,11 +342,11 @@ export class ReplicasScenario implements Scenario<ScenarioReport> {
       },
       sections: [
         [
-          `Replicas: two stacks of the template on their own prefixes (1 API + 1 worker with WORKER_THREADS=2; 2 APIs + 2 workers with WORKER_THREADS=1), ` +
-            `legs alternating first each round. pbkdf2: ${this.iterations} iterations, fresh salts. The correctness checks run while ${o.callers} callers ` +
+          `Replicas: three stacks of the template on their own prefixes (1 API + 1 worker with WORKER_THREADS=2; 1 API + 2 workers with WORKER_THREADS=1; ` +
+            `2 APIs + 2 workers with WORKER_THREADS=1), legs alternating first each round; the correctness checks run on the last. pbkdf2: ${this.iterations} iterations, fresh salts. The correctness checks run while ${o.callers} callers ` +
             `submit trivial jobs over both APIs (${spreadOf(r('correctness.backgroundJobs'), num)} jobs per round went through meanwhile).`,
           '',
-          'CPU ms per job (or per hit) of each kind of process, summed over its replicas (10 ms ticks):',
+          "CPU ms per job (or per hit) of each kind of process, summed over the leg's stack (10 ms ticks):",
           '',
           '| Leg | API(s) | worker(s) | bench client | Redis |',
           '|---|---|---|---|---|',
@@ -346,6 +358,7 @@ export class ReplicasScenario implements Scenario<ScenarioReport> {
           `| trivial, 2 APIs | ${cpuRow('api2', 'trivial')} |`,
           `| cache hits, 1 API | ${cpuRow('api1', 'hit')} |`,
           `| cache hits, 2 APIs | ${cpuRow('api2', 'hit')} |`,
+          `| cache hits, 1 API at ${o.callers / 2} callers (each replica's share; ${spreadOf(r('api1half.hit.jobsPerS'), perS)}) | ${cpuRow('api1half', 'hit')} |`,
         ].join('\n'),
       ],
       data: { iterations: this.iterations, ...this.rounds.all() },
