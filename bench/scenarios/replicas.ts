@@ -73,6 +73,8 @@ export class ReplicasScenario implements Scenario<ScenarioReport> {
     const [w2, b, bWorker] = await Promise.all([start('w2', 2), start('w1x2', 1), worker()]);
     const [c1, c2] = await Promise.all([start('a2', 1), start('a2', 1)]);
     this.stacks = { w2: stack([w2.api], [w2.worker]), w1x2: stack([b.api], [b.worker, bWorker]), a2: stack([c1.api, c2.api], [c1.worker, c2.worker]) };
+    // why: with BENCH_NODE_ARGS=--cpu-prof, profiles are named by pid.
+    for (const [name, st] of Object.entries(this.stacks)) progress.log(`  ${name}: API pids ${st.apis.map((p) => p.pid).join(', ')}; worker pids ${st.workers.map((p) => p.pid).join(', ')}`);
     progress.log(`${this.name}: warming up (and priming the cached input on every prefix)`);
     for (const s of Object.values(this.stacks)) {
       for (const client of s.clients) {
