@@ -4,7 +4,7 @@ import type { AppProcess } from '../../test/support/apps';
 import { closedLoop, HttpClient } from '../load/http-client';
 import { ms, num, perS, spreadOf } from '../report/format';
 import type { ScenarioReport } from '../report/report.types';
-import { cpuMs, startNode, startTemplate } from '../support/stack';
+import { cpuMs, preemptions, startNode, startTemplate } from '../support/stack';
 import { Rounds } from '../support/stats';
 import { BenchContext, fresh, nextN, rotate, Scenario, sleep } from './context';
 
@@ -150,15 +150,21 @@ export class ReplicasScenario implements Scenario<ScenarioReport> {
     const redisPid = await this.redisPid();
     if (redisPid) processes.push(['Redis', [redisPid]]);
     const cpu = () => processes.map(([, pids]) => pids.reduce((sum, pid) => sum + cpuMs(pid), 0));
+    // why: on 2 shared cores a second replica adds processes, not cores; preemptions show the contention.
+    const apiPreemptions = () => leg.stack.apis.reduce((sum, p) => sum + preemptions(p.pid), 0);
+    const preempted = apiPreemptions();
     const before = cpu();
     const run = await this.drive(leg.stack, leg.apis, load, size);
     const after = cpu();
+    const apiPreemptedPerK = ((apiPreemptions() - preempted) / run.done) * 1000;
+    this.rounds.add(`${leg.key}.${load}.apiPreemptionsPer1000`, apiPreemptedPerK);
     const jobsPerS = run.done / (run.elapsedMs / 1000);
     this.rounds.add(`${leg.key}.${load}.jobsPerS`, jobsPerS);
     processes.forEach(([name], i) => this.rounds.add(`${leg.key}.${load}.cpuPerJob.${name}`, (after[i] - before[i]) / run.done));
     this.ctx.progress.log(
       `  ${leg.label}: ${jobsPerS.toFixed(1)} ${load === 'hit' ? 'hits' : 'jobs'}/s; CPU ms per job: ` +
-        processes.map(([name], i) => `${name} ${((after[i] - before[i]) / run.done).toFixed(2)}`).join(', '),
+        processes.map(([name], i) => `${name} ${((after[i] - before[i]) / run.done).toFixed(2)}`).join(', ') +
+        `; API preemptions per 1000: ${apiPreemptedPerK.toFixed(0)}`,
     );
   }
 
@@ -324,8 +330,9 @@ export class ReplicasScenario implements Scenario<ScenarioReport> {
         met: all('sse.ok', (v) => v === 1),
       },
     ];
+    const cell = (name: string) => (r(name).values.length ? spreadOf(r(name), num) : '–');
     const cpuRow = (leg: string, load: Load) =>
-      ['API', 'workers', 'bench', 'Redis'].map((p) => (r(`${leg}.${load}.cpuPerJob.${p}`).values.length ? spreadOf(r(`${leg}.${load}.cpuPerJob.${p}`), num) : '–')).join(' | ');
+      [...['API', 'workers', 'bench', 'Redis'].map((p) => cell(`${leg}.${load}.cpuPerJob.${p}`)), cell(`${leg}.${load}.apiPreemptionsPer1000`)].join(' | ');
     return {
       key: 'replicas',
       title: 'Replicas',
@@ -350,8 +357,8 @@ export class ReplicasScenario implements Scenario<ScenarioReport> {
           '',
           "CPU ms per job (or per hit) of each kind of process, summed over the leg's stack (10 ms ticks):",
           '',
-          '| Leg | API(s) | worker(s) | bench client | Redis |',
-          '|---|---|---|---|---|',
+          '| Leg | API(s) | worker(s) | bench client | Redis | API preemptions per 1000 |',
+          '|---|---|---|---|---|---|',
           `| pbkdf2, 1 worker × 2 threads | ${cpuRow('w1x2', 'pbkdf2')} |`,
           `| pbkdf2, 2 workers × 1 thread | ${cpuRow('w2x1', 'pbkdf2')} |`,
           `| trivial, 1 worker × 2 threads | ${cpuRow('w1x2', 'trivial')} |`,
