@@ -45,13 +45,13 @@ const CANCEL_N = 20_000_000_000;
  *
  * Three stacks of its own, each on its own key prefix so none (nor the run's default stack)
  * consumes another's jobs, and no leg runs beside an idle replica that would still read every job
- * event: `w2` = 1 API + 1 worker with WORKER_THREADS=2; `w1x2` = 1 API + 2 workers with
- * WORKER_THREADS=1; `a2` = 2 APIs + the same 2 workers. Same build, same env otherwise.
+ * event: `oneWorker` = 1 API + 1 worker with WORKER_THREADS=2; `twoWorkers` = 1 API + 2 workers
+ * with WORKER_THREADS=1; `twoApis` = 2 APIs + 2 workers with WORKER_THREADS=1. Same build, same env otherwise.
  */
 export class ReplicasScenario implements Scenario<ScenarioReport> {
   readonly name = 'replicas';
   private readonly rounds = new Rounds();
-  private stacks?: { w2: Stack; w1x2: Stack; a2: Stack };
+  private stacks?: { oneWorker: Stack; twoWorkers: Stack; twoApis: Stack };
   private iterations = 0;
 
   constructor(private readonly ctx: BenchContext) {}
@@ -63,16 +63,20 @@ export class ReplicasScenario implements Scenario<ScenarioReport> {
     const start = (suffix: string, threads: number) =>
       startTemplate(opts.root, { ...templateEnv, REDIS_PREFIX: `${prefix}-${suffix}`, WORKER_THREADS: String(threads) }, { dist: opts.dist, nodeArgs: opts.nodeArgs });
     const worker = () =>
-      startNode(join(opts.dist, 'apps', 'worker', 'src', 'main.js'), { ...templateEnv, REDIS_PREFIX: `${prefix}-w1x2`, WORKER_THREADS: '1' }, {
+      startNode(join(opts.dist, 'apps', 'worker', 'src', 'main.js'), { ...templateEnv, REDIS_PREFIX: `${prefix}-two-workers`, WORKER_THREADS: '1' }, {
         cwd: opts.root,
         portVar: 'WORKER_PORT',
         kind: 'worker',
         nodeArgs: opts.nodeArgs,
       });
     // why in two steps: eight Node processes starting at once on 2 cores can outlast the readiness timeout.
-    const [w2, b, bWorker] = await Promise.all([start('w2', 2), start('w1x2', 1), worker()]);
-    const [c1, c2] = await Promise.all([start('a2', 1), start('a2', 1)]);
-    this.stacks = { w2: stack([w2.api], [w2.worker]), w1x2: stack([b.api], [b.worker, bWorker]), a2: stack([c1.api, c2.api], [c1.worker, c2.worker]) };
+    const [a, b, bWorker] = await Promise.all([start('one-worker', 2), start('two-workers', 1), worker()]);
+    const [c1, c2] = await Promise.all([start('two-apis', 1), start('two-apis', 1)]);
+    this.stacks = {
+      oneWorker: stack([a.api], [a.worker]),
+      twoWorkers: stack([b.api], [b.worker, bWorker]),
+      twoApis: stack([c1.api, c2.api], [c1.worker, c2.worker]),
+    };
     // why: with BENCH_NODE_ARGS=--cpu-prof, profiles are named by pid.
     for (const [name, st] of Object.entries(this.stacks)) progress.log(`  ${name}: API pids ${st.apis.map((p) => p.pid).join(', ')}; worker pids ${st.workers.map((p) => p.pid).join(', ')}`);
     progress.log(`${this.name}: warming up (and priming the cached input on every prefix)`);
@@ -97,13 +101,13 @@ export class ReplicasScenario implements Scenario<ScenarioReport> {
   async round(round: number, rounds: number): Promise<void> {
     const { opts, progress } = this.ctx;
     const o = opts.replicas;
-    const { w2, w1x2, a2 } = this.stacks!;
+    const { oneWorker, twoWorkers, twoApis } = this.stacks!;
     const step = (what: string) => progress.step(this.name, round + 1, rounds, what);
 
     // Workers: the same load on one API, in front of one 2-thread worker or two 1-thread workers.
     const workerLegs: Leg[] = [
-      { key: 'w1x2', label: '1 worker × 2 threads', stack: w2, apis: 1 },
-      { key: 'w2x1', label: '2 workers × 1 thread', stack: w1x2, apis: 1 },
+      { key: 'w1x2', label: '1 worker × 2 threads', stack: oneWorker, apis: 1 },
+      { key: 'w2x1', label: '2 workers × 1 thread', stack: twoWorkers, apis: 1 },
     ];
     for (const [load, what, size] of [
       ['pbkdf2', `${o.cpuJobs} pbkdf2 jobs (~${opts.cpuJobMs} ms), ${o.cpuCallers} callers`, { total: o.cpuJobs, callers: o.cpuCallers }],
@@ -118,8 +122,8 @@ export class ReplicasScenario implements Scenario<ScenarioReport> {
 
     // APIs: two 1-thread workers behind one API or two, the callers spread round-robin over them.
     const apiLegs: Leg[] = [
-      { key: 'api1', label: '1 API', stack: w1x2, apis: 1 },
-      { key: 'api2', label: '2 APIs, round-robin', stack: a2, apis: 2 },
+      { key: 'api1', label: '1 API', stack: twoWorkers, apis: 1 },
+      { key: 'api2', label: '2 APIs, round-robin', stack: twoApis, apis: 2 },
     ];
     for (const [load, what] of [
       ['trivial', `trivial sum jobs, ${o.callers} callers, ${o.durationS} s`],
@@ -134,10 +138,10 @@ export class ReplicasScenario implements Scenario<ScenarioReport> {
     // why: each of 2 APIs sees half the callers; CPU per request at that load on one API tells the
     // cost of less batching per event-loop turn apart from the cost of a second replica.
     step(`1 API, ${o.callers / 2} callers (each replica's share): cache hits, for CPU per hit`);
-    await this.measure({ key: 'api1half', label: `1 API, ${o.callers / 2} callers`, stack: w1x2, apis: 1 }, 'hit', { durationS: o.durationS, callers: o.callers / 2 });
+    await this.measure({ key: 'api1half', label: `1 API, ${o.callers / 2} callers`, stack: twoWorkers, apis: 1 }, 'hit', { durationS: o.durationS, callers: o.callers / 2 });
 
     step(`correctness across replicas, under ${o.callers} callers of trivial jobs on both APIs`);
-    await this.correctness(a2);
+    await this.correctness(twoApis);
   }
 
   /** Drives `load` through the leg's APIs and records jobs/s and CPU ms per job of each kind of process. */
