@@ -19,6 +19,7 @@ import { OverheadScenario } from './scenarios/overhead';
 import { PayloadScenario } from './scenarios/payload';
 import { PeersScenario } from './scenarios/peers';
 import { SeedsScenario } from './scenarios/seeds';
+import { ReplicasScenario } from './scenarios/replicas';
 import { SingleFlightScenario } from './scenarios/single-flight';
 import { BenchOptions, loadOptions, ScenarioName } from './support/options';
 import { Progress } from './support/progress';
@@ -41,6 +42,7 @@ const SCENARIO_CLASSES: Record<ScenarioName, new (ctx: BenchContext) => Scenario
   payload: PayloadScenario,
   peers: PeersScenario,
   seeds: SeedsScenario,
+  replicas: ReplicasScenario,
 };
 
 /** ms of one pbkdf2-sha512 iteration on this machine, measured once. */

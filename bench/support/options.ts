@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 
 /** The scenarios `npm run bench` runs by default, in order; `payload` is an extra, run on request. */
-export const SCENARIOS = ['isolation', 'cpu', 'overhead', 'cache', 'singleFlight', 'adapters', 'batch', 'peers', 'seeds'] as const;
+export const SCENARIOS = ['isolation', 'cpu', 'overhead', 'cache', 'singleFlight', 'adapters', 'batch', 'peers', 'seeds', 'replicas'] as const;
 export const EXTRA_SCENARIOS = ['payload'] as const;
 export type ScenarioName = (typeof SCENARIOS)[number] | (typeof EXTRA_SCENARIOS)[number];
 
@@ -42,6 +42,8 @@ export interface BenchOptions {
   peers: { callers: number; durationS: number; sequential: number; cpuJobs: number; cpuCallers: number; connections: number; idleS: number; busyS: number; feeders: number };
   /** GET load (connections, idle and loaded seconds) beside CPU callers; then jobs × callers for jobs/s. */
   seeds: { connections: number; idleS: number; busyS: number; callers: number; cpuJobs: number; cpuCallers: number };
+  /** pbkdf2 jobs per worker leg and their callers; callers and seconds of the trivial and cache-hit legs; single-flight callers. */
+  replicas: { cpuJobs: number; cpuCallers: number; callers: number; durationS: number; flightCallers: number };
   /** Memory soak after the passes: chunks × jobs per chunk (0 chunks: none). */
   soak: { chunks: number; perChunk: number };
 }
@@ -96,6 +98,9 @@ export function loadOptions(env: NodeJS.ProcessEnv = process.env, argv: readonly
     seeds: smoke
       ? { connections: 4, idleS: 0.3, busyS: 0.3, callers: 6, cpuJobs: 8, cpuCallers: 4 }
       : { connections: 10, idleS: 2, busyS: 3.5, callers: 6, cpuJobs: 160, cpuCallers: 8 },
+    replicas: smoke
+      ? { cpuJobs: 8, cpuCallers: 4, callers: 32, durationS: 0.3, flightCallers: 50 }
+      : { cpuJobs: 160, cpuCallers: 8, callers: 32, durationS: 2, flightCallers: 50 },
     payload: { sizes: smoke ? [1000, 10_000] : [1000, 10_000, 100_000, 300_000] },
     soak: smoke ? { chunks: 2, perChunk: 200 } : { chunks: int('BENCH_SOAK_CHUNKS', 6), perChunk: 5000 },
   };

@@ -121,3 +121,13 @@ export async function readMetric(url: string, name: string, labels: Record<strin
   }
   return found ? total : NaN;
 }
+
+/** Times the kernel took the CPU from a process's main thread (its event loop): nonvoluntary context switches, from /proc (Linux). */
+export function preemptions(pid: number): number {
+  try {
+    const match = /^nonvoluntary_ctxt_switches:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return match ? Number(match[1]) : NaN;
+  } catch {
+    return NaN;
+  }
+}
