@@ -29,7 +29,7 @@ export interface BenchOptions {
   logLevel: string;
   /** Target duration of the CPU job (pbkdf2 iterations are calibrated to it). */
   cpuJobMs: number;
-  isolation: { connections: number; idleS: number; saturatedS: number; saturators: number; jobMs: number; fixedRate: number };
+  isolation: { connections: number; idleS: number; saturatedS: number; saturators: number; jobMs: number; fixedRate: number; fixedS: number };
   cpu: { jobs: number; clients: number };
   overhead: { clients: number; durationS: number; sequential: number };
   cache: { connections: number; durationS: number; sequential: number };
@@ -84,8 +84,8 @@ export function loadOptions(env: NodeJS.ProcessEnv = process.env, argv: readonly
     logLevel: env.BENCH_LOG_LEVEL ?? 'warn',
     cpuJobMs: 25,
     isolation: smoke
-      ? { connections: 4, idleS: 0.4, saturatedS: 0.4, saturators: 3, jobMs: 50, fixedRate: 200 }
-      : { connections: 8, idleS: 3, saturatedS: 4, saturators: 4, jobMs: 100, fixedRate: 1000 },
+      ? { connections: 4, idleS: 0.4, saturatedS: 0.4, saturators: 3, jobMs: 25, fixedRate: 200, fixedS: 0.4 }
+      : { connections: 10, idleS: 4, saturatedS: 4, saturators: 6, jobMs: 25, fixedRate: 1000, fixedS: 2 },
     cpu: smoke ? { jobs: 8, clients: 4 } : { jobs: 160, clients: 8 },
     overhead: smoke ? { clients: 32, durationS: 0.4, sequential: 10 } : { clients: 32, durationS: 3, sequential: 150 },
     cache: smoke ? { connections: 8, durationS: 0.4, sequential: 20 } : { connections: 8, durationS: 3, sequential: 400 },

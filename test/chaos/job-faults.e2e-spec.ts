@@ -113,7 +113,7 @@ linux('a job stuck in native code past its timeout', () => {
   it('refuses unbounded native work; a bounded job that times out lets the worker exit 0 in time', async () => {
     const SHUTDOWN_TIMEOUT_MS = 2000;
     ({ api, worker, stop } = await startStack(
-      stackEnv('chaos-native-timeout', { WORKER_THREADS: '1', JOB_TIMEOUT_MS: '1000', WORKER_NICE: '0', SHUTDOWN_TIMEOUT_MS: String(SHUTDOWN_TIMEOUT_MS) }),
+      stackEnv('chaos-native-timeout', { WORKER_THREADS: '1', JOB_TIMEOUT_MS: '1000', WORKER_NICE: '0', WORKER_SCHED: 'other', SHUTDOWN_TIMEOUT_MS: String(SHUTDOWN_TIMEOUT_MS) }),
     ));
     // 52 blocks x 10M iterations of HMAC-SHA1 would hold a core for minutes: refused up front.
     const unbounded = await submit(api.url, 'pbkdf2', { password: 'p', salt: 's', iterations: 10_000_000, keylen: 1024, digest: 'sha1' });

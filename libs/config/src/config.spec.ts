@@ -13,6 +13,8 @@ describe('loadConfig', () => {
       chaosJobs: false,
       idempotencyTtlSeconds: 86_400,
       batchMaxItems: 1000,
+      workerNice: 19,
+      workerSched: 'idle',
     });
     expect(config.workerThreads).toBeGreaterThanOrEqual(1);
     expect(Object.isFrozen(config)).toBe(true);
@@ -38,6 +40,7 @@ describe('loadConfig', () => {
     ['REDIS_URL', 'http://localhost'],
     ['BODY_LIMIT', 'lots'],
     ['LOG_LEVEL', 'loud'],
+    ['WORKER_SCHED', 'batch'],
     ['CHAOS_JOBS', 'maybe'],
     ['JOB_TIMEOUT_MS', '-5'],
     ['IDEMPOTENCY_TTL_SECONDS', '0'],

@@ -158,6 +158,7 @@ const schema = z.object({
   WORKER_QUEUES: queueList.optional(),
   WORKER_MAX_MEMORY_MB: int(16, 65536).default(512),
   WORKER_NICE: int(0, 19).default(19),
+  WORKER_SCHED: z.enum(['idle', 'other'], { error: 'must be idle or other' }).default('idle'),
   JOB_TIMEOUT_MS: int(100, 24 * 3600 * 1000).default(60_000),
   JOB_RETENTION_SECONDS: int(1, 30 * 24 * 3600).default(3600),
   JOB_LOCK_MS: int(1000, 600_000).default(30_000),
@@ -241,6 +242,11 @@ export interface Config {
   readonly workerMaxMemoryMb: number;
   /** Added to the pool threads' nice value so they yield the CPU to event loops. */
   readonly workerNice: number;
+  /**
+   * Linux scheduling policy of the pool threads: `idle` (SCHED_IDLE) runs them only when no other
+   * thread wants the CPU; `other` is the default time sharing, where only WORKER_NICE weighs them.
+   */
+  readonly workerSched: 'idle' | 'other';
   /** Upper bound on every job type's own timeout. */
   readonly jobTimeoutMs: number;
   /** How long finished jobs stay readable by id. */
@@ -381,6 +387,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, app?: 'api' | '
     workerQueues: e.WORKER_QUEUES && Object.freeze(e.WORKER_QUEUES),
     workerMaxMemoryMb: e.WORKER_MAX_MEMORY_MB,
     workerNice: e.WORKER_NICE,
+    workerSched: e.WORKER_SCHED,
     jobTimeoutMs: e.JOB_TIMEOUT_MS,
     jobRetentionSeconds: e.JOB_RETENTION_SECONDS,
     jobLockMs: e.JOB_LOCK_MS,

@@ -9,6 +9,7 @@ import { type Logger, LOGGER } from '@app/logging';
 import { SPAN_ATTRIBUTES, type SpanAttributeValue, type Tracing, TRACING } from '@app/tracing';
 import { LOG_BURST, LOG_LEVELS, LOG_PER_SECOND, type LogLevelName } from './thread-log';
 import type { ChannelMessage, LogMessage, ThreadData, ThreadResult, ThreadStep, ThreadTask } from './thread-protocol';
+import { schedIdleUnavailable } from './thread-sched';
 import { nowMs, startSpan } from './thread-span';
 
 export interface RunOptions {
@@ -64,7 +65,13 @@ export class JobPool implements OnApplicationShutdown {
     @Inject(LOGGER) logger: Logger,
     @Optional() @Inject(TRACING) private readonly tracing: Tracing | null = null,
   ) {
-    const workerData: ThreadData = { progressChannel: `nest-offload-progress-${randomUUID()}`, logLevel: PINO_LEVELS[config.logLevel] ?? LOG_LEVELS.info };
+    const idleUnavailable = config.workerSched === 'idle' ? schedIdleUnavailable() : undefined;
+    if (idleUnavailable) logger.warn(`WORKER_SCHED=idle: ${idleUnavailable}; pool threads stay on SCHED_OTHER at nice ${config.workerNice}`);
+    const workerData: ThreadData = {
+      progressChannel: `nest-offload-progress-${randomUUID()}`,
+      logLevel: PINO_LEVELS[config.logLevel] ?? LOG_LEVELS.info,
+      sched: config.workerSched === 'idle' && !idleUnavailable ? 'idle' : 'other',
+    };
     this.channel = new BroadcastChannel(workerData.progressChannel);
     this.channel.unref();
     this.channel.onmessage = (event) => {

@@ -61,4 +61,6 @@ export interface ThreadData {
   progressChannel: string;
   /** The lowest pino level value a job's log line is sent at (LOG_LEVEL); below it, ctx.log does nothing. */
   logLevel: number;
+  /** `idle`: the thread puts itself on SCHED_IDLE as it starts (WORKER_SCHED, when the host allows it). */
+  sched: 'idle' | 'other';
 }

@@ -3,6 +3,7 @@ import { workerData } from 'piscina';
 import { allJobs, canonicalJson, contentKey, JobDefinition, JobFailureCode, type JobLogger, JobRegistry, runnerOf } from '@app/jobs';
 import { TaskLog } from './thread-log';
 import type { ChannelMessage, PlannedChild, ProgressMessage, ThreadData, ThreadResult, ThreadTask } from './thread-protocol';
+import { enterSchedIdle } from './thread-sched';
 import { startSpan } from './thread-span';
 
 /**
@@ -10,7 +11,15 @@ import { startSpan } from './thread-span';
  * No Nest, no Redis and no OpenTelemetry here; the thread knows only the job registry.
  */
 const registry = new JobRegistry(allJobs);
-const { progressChannel, logLevel } = workerData as ThreadData;
+const { progressChannel, logLevel, sched } = workerData as ThreadData;
+if (sched === 'idle') {
+  try {
+    enterSchedIdle();
+  } catch (error) {
+    // why a warning, not a failure: the main thread's probe passed, so this is unexpected; the job still runs, at WORKER_NICE.
+    process.emitWarning(`pool thread ${threadId} stays on SCHED_OTHER: ${error instanceof Error ? error.message : String(error)}`);
+  }
+}
 const channel = new BroadcastChannel(progressChannel);
 channel.unref();
 const post = (message: ChannelMessage) => channel.postMessage(message);

@@ -1,0 +1,53 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { startStack, stackEnv } from './support/apps';
+import { submit } from './support/http';
+
+/** Linux scheduling policy numbers, as /proc/<pid>/task/<tid>/stat reports them. */
+const SCHED_OTHER = 0;
+const SCHED_IDLE = 5;
+
+/** Each thread of `pid`: its tid, name and scheduling policy (the 41st field of its stat). */
+function threads(pid: number): Array<{ tid: number; name: string; policy: number }> {
+  return readdirSync(`/proc/${pid}/task`).map((tid) => {
+    const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+    // why split after ") ": the name in parentheses may hold spaces; the 3rd field follows it.
+    const fields = stat.slice(stat.lastIndexOf(') ') + 2).split(' ');
+    return { tid: Number(tid), name: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(') ')), policy: Number(fields[41 - 3]) };
+  });
+}
+
+/**
+ * WORKER_SCHED=idle (the default) puts every pool thread, and only them, on SCHED_IDLE, so job code
+ * runs on CPU time nothing else wants; the worker's event loop stays on SCHED_OTHER.
+ */
+describe('pool threads on SCHED_IDLE', () => {
+  const onLinux = process.platform === 'linux' ? it : it.skip;
+
+  onLinux('runs jobs on SCHED_IDLE pool threads, the event loop on SCHED_OTHER', async () => {
+    const { api, worker, stop } = await startStack(stackEnv('sched-idle', { WORKER_THREADS: '2' }));
+    try {
+      const { body } = await submit(api.url, 'chaos', { mode: 'spin', ms: 50, tag: 'sched' }, { wait: 30 });
+      expect(body).toMatchObject({ status: 'completed' });
+      const all = threads(worker.pid);
+      expect(all.find((t) => t.tid === worker.pid)?.policy).toBe(SCHED_OTHER);
+      const idle = all.filter((t) => t.policy === SCHED_IDLE);
+      // Exactly the pool's threads: libuv's, V8's and the main thread keep the default policy.
+      expect(idle).toHaveLength(2);
+      expect(all.filter((t) => t.policy !== SCHED_IDLE).every((t) => t.policy === SCHED_OTHER)).toBe(true);
+      expect(worker.logs.filter((l) => /WORKER_SCHED/.test(l.msg))).toEqual([]);
+    } finally {
+      await stop();
+    }
+  });
+
+  onLinux('leaves every thread on SCHED_OTHER with WORKER_SCHED=other', async () => {
+    const { api, worker, stop } = await startStack(stackEnv('sched-other', { WORKER_THREADS: '2', WORKER_SCHED: 'other' }));
+    try {
+      const { body } = await submit(api.url, 'chaos', { mode: 'spin', ms: 50, tag: 'sched-other' }, { wait: 30 });
+      expect(body).toMatchObject({ status: 'completed' });
+      expect(threads(worker.pid).every((t) => t.policy === SCHED_OTHER)).toBe(true);
+    } finally {
+      await stop();
+    }
+  });
+});
