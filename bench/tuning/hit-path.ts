@@ -44,7 +44,17 @@ async function main(): Promise<void> {
   const body = { n: 25 };
   const now = Date.now();
   const key = prepareJob(registry.get('fibonacci')!, body).key;
-  await app.get(ResultCache).set(key, { id: 'hit-path', type: 'fibonacci', result: 75025, attempts: 1, createdAt: now, startedAt: now, finishedAt: now }, 3600);
+  const entry = { id: 'hit-path', type: 'fibonacci', result: 75025, attempts: 1, createdAt: now, startedAt: now, finishedAt: now };
+  // why retried: the cache connection fails fast (no offline queue) until it is ready.
+  for (let tries = 0; ; tries++) {
+    try {
+      await app.get(ResultCache).set(key, entry, 3600);
+      break;
+    } catch (error) {
+      if (tries === 50) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
 
   const fastify = app.getHttpAdapter().getInstance();
   const payload = JSON.stringify(body);
