@@ -83,6 +83,8 @@ async function startServers(opts: BenchOptions, templateEnv: Env, prefix: string
   }
   if (want.has('overhead')) start('rawWorker', 'baselines/raw-bullmq.main.js', { REDIS_PREFIX: `${prefix}-raw`, CONCURRENCY: String(opts.threads) });
   if (want.has('cache') || want.has('adapters')) start('plain', 'adapters/plain-http.main.js', {});
+  // why the template's env: it is the template's API (from opts.dist) with one bench route added.
+  if (want.has('cache')) start('echo', 'adapters/echo-api.main.js', { ...templateEnv, REDIS_PREFIX: `${prefix}-echo`, BENCH_DIST: opts.dist });
   if (want.has('adapters')) {
     start('fastify', 'adapters/adapter.main.js', { ADAPTER: 'fastify' });
     start('express', 'adapters/adapter.main.js', { ADAPTER: 'express' });

@@ -17,6 +17,8 @@ export interface Servers {
   rawWorker?: AppProcess;
   /** Bare node:http: GET/POST items and a trivial /health/live. */
   plain?: AppProcess;
+  /** The template's API plus POST /bench/echo/{type}: validates like a submission, answers a constant. */
+  echo?: AppProcess;
   fastify?: AppProcess;
   express?: AppProcess;
   /** The seed articles' techniques on bare node:http (bench/baselines/seed-*.main.ts). */

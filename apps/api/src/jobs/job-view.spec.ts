@@ -1,5 +1,5 @@
 import { formatFailure } from '@app/jobs';
-import { isFinal, JobRecord, viewOfCached, viewOfCancelled, viewOfJob } from './job-view';
+import { isFinal, iso, JobRecord, viewOfCached, viewOfCancelled, viewOfJob } from './job-view';
 
 const job = (over: Partial<JobRecord> = {}): JobRecord => ({
   id: 'id-1',
@@ -47,5 +47,22 @@ describe('job views', () => {
     expect(cancelled).toMatchObject({ status: 'cancelled', error: { code: 'JOB_CANCELLED' }, finishedAt: '2026-01-03T00:00:00.000Z' });
     expect([cached, cancelled].every(isFinal)).toBe(true);
     expect(isFinal({ status: 'active' })).toBe(false);
+  });
+});
+
+describe('iso', () => {
+  it('formats epoch ms exactly as toISOString, within a second and across seconds', () => {
+    const samples = [1, 999, 1000, 1_763_884_800_000, 1_763_884_800_007, 1_763_884_800_042, 1_763_884_800_999, 1_763_884_801_000, 253_402_300_799_999];
+    for (const ms of [...samples, ...samples.reverse()]) expect(iso(ms)).toBe(new Date(ms).toISOString());
+    for (let i = 0; i < 5000; i++) {
+      const ms = Math.floor(Math.random() * 4_000_000_000_000);
+      expect(iso(ms)).toBe(new Date(ms).toISOString());
+    }
+  });
+
+  it('falls back to toISOString outside plain years and for fractions; undefined for no time', () => {
+    for (const ms of [253_402_300_800_000, 1.5, -1000]) expect(iso(ms)).toBe(new Date(ms).toISOString());
+    expect(iso(undefined)).toBeUndefined();
+    expect(iso(0)).toBeUndefined();
   });
 });

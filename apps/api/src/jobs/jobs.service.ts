@@ -14,7 +14,7 @@ import { Backlog } from './backlog';
 import { JobEvents } from './job-events';
 import { PreparedJob, prepareJob } from './job-input';
 import { JobStore } from './job-store';
-import { isFinal, JobView, viewOfCached, viewOfCancelled, viewOfJob } from './job-view';
+import { isFinal, iso, JobView, viewOfCached, viewOfCancelled, viewOfJob } from './job-view';
 import { newJob, Submission } from './new-job';
 import { JobQueues, type JobsQueue, QUEUE_REDIS } from './queue.providers';
 import { ReplicaAck } from './replica-ack';
@@ -148,7 +148,7 @@ export class JobsService {
     // that have this connection's writes have that job.
     await this.replicas.confirm(queue, added.id!, timing).catch(abandon);
     const id = added.id!;
-    const queued: JobView = { id, type: def.name, status: 'queued', attempts: 0, createdAt: new Date(added.timestamp).toISOString() };
+    const queued: JobView = { id, type: def.name, status: 'queued', attempts: 0, createdAt: iso(added.timestamp)! };
     if (id !== newId || claim?.takeover) {
       // Joined an identical job already queued or running (or just finished), or, taking over a
       // dead request's key, found the job it had added.
