@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 
 /** The scenarios `npm run bench` runs by default, in order; `payload` is an extra, run on request. */
-export const SCENARIOS = ['isolation', 'cpu', 'overhead', 'cache', 'singleFlight', 'adapters', 'batch'] as const;
+export const SCENARIOS = ['isolation', 'cpu', 'overhead', 'cache', 'singleFlight', 'adapters', 'batch', 'cost'] as const;
 export const EXTRA_SCENARIOS = ['payload'] as const;
 export type ScenarioName = (typeof SCENARIOS)[number] | (typeof EXTRA_SCENARIOS)[number];
 
@@ -38,6 +38,13 @@ export interface BenchOptions {
   /** Jobs per leg, items per batch, and the callers of each side. */
   batch: { jobs: number; size: number; callers: number; singleCallers: number };
   payload: { sizes: number[] };
+  /**
+   * Memory: up to `jobs` jobs per type and round, fewer when a type's runs would take more than
+   * `runBudgetMs` of pool time (each job's run plus `perJobMs` of pipeline). Depths: jobs waiting;
+   * at each, `reps` × (`submits` POSTs from 1 caller and twice as many from `callers`, then the
+   * worker taking `pickup` jobs); the queue is filled `chunk` jobs per addBulk.
+   */
+  cost: { jobs: number; runBudgetMs: number; perJobMs: number; depths: number[]; reps: number; submits: number; callers: number; pickup: number; chunk: number };
   /** Memory soak after the passes: chunks × jobs per chunk (0 chunks: none). */
   soak: { chunks: number; perChunk: number };
 }
@@ -86,6 +93,9 @@ export function loadOptions(env: NodeJS.ProcessEnv = process.env, argv: readonly
     singleFlight: smoke ? { callers: 100, jobMs: 50 } : { callers: 100, jobMs: 100 },
     adapters: smoke ? { connections: 8, durationS: 0.3 } : { connections: 8, durationS: 2 },
     batch: smoke ? { jobs: 100, size: 50, callers: 2, singleCallers: 8 } : { jobs: 4000, size: 1000, callers: 2, singleCallers: 32 },
+    cost: smoke
+      ? { jobs: 100, runBudgetMs: 300, perJobMs: 1, depths: [0, 1000, 5000], reps: 1, submits: 20, callers: 8, pickup: 300, chunk: 1000 }
+      : { jobs: 500, runBudgetMs: 1000, perJobMs: 1, depths: [0, 100_000, 1_000_000], reps: 3, submits: 200, callers: 8, pickup: 2000, chunk: 5000 },
     payload: { sizes: smoke ? [1000, 10_000] : [1000, 10_000, 100_000, 300_000] },
     soak: smoke ? { chunks: 2, perChunk: 200 } : { chunks: int('BENCH_SOAK_CHUNKS', 6), perChunk: 5000 },
   };
