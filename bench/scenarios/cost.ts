@@ -44,6 +44,8 @@ export class CostScenario implements Scenario<ScenarioReport> {
   private readonly retentionSeconds: number;
   /** `from` of the next sum-range job of the depth measurements: every one distinct, all equally cheap. */
   private nextFrom = 1;
+  /** The slow log's length before the scenario turned it off (own Redis only). */
+  private slowlogMaxLen?: string;
 
   constructor(private readonly ctx: BenchContext) {
     this.costPrefix = `${ctx.prefix}-cost`;
@@ -70,6 +72,13 @@ export class CostScenario implements Scenario<ScenarioReport> {
       this.queues.set(name, new Queue(name, { connection: this.connection, prefix: queuePrefix(this.costPrefix, name) }).on('error', () => undefined));
     }
     this.client = new HttpClient(this.stack.api.url, 16);
+    if (this.ctx.redis.own) {
+      // why: a command slower than 10 ms (a Lua script preempted on 2 shared cores) is copied into
+      // the slow log with its arguments, ~1-2 KB an entry up to 128 entries, at random moments.
+      this.slowlogMaxLen = String(((await this.redis.config('GET', 'slowlog-max-len')) as string[])[1]);
+      await this.redis.config('SET', 'slowlog-max-len', '0');
+      await this.redis.call('SLOWLOG', 'RESET');
+    }
     for (const def of coreJobs as readonly JobDefinition[]) await this.planType(def);
   }
 
@@ -271,5 +280,6 @@ export class CostScenario implements Scenario<ScenarioReport> {
     await Promise.all([this.stack?.api.stop(), this.stack?.worker.stop()]);
     this.stack = undefined;
     await deleteKeys(this.redis, this.costPrefix).catch(() => undefined);
+    if (this.slowlogMaxLen) await this.redis.config('SET', 'slowlog-max-len', this.slowlogMaxLen).catch(() => undefined);
   }
 }
