@@ -127,6 +127,7 @@ function memoryTable(c: CostInputs): string {
       `(8-16 B more per key at scale); median of ${c.memory.get(`${c.types[0]?.def.name}.queued`).values.length} rounds. ` +
       `Inputs: each type's first example, one field changed per job so no two share a job or a cache entry. ` +
       `Finished jobs stay for JOB_RETENTION_SECONDS (${duration(c.retentionSeconds)} here), results in the cache for the type's cacheTtlSeconds. ` +
+      `A round of 128 jobs or fewer keeps BullMQ's lists and sorted sets in Redis's compact encodings: read such rows as a floor. ` +
       `BullMQ's events stream is left out (about ${bytes(m('eventsPerEntry'))} an entry, capped near 10,000 entries a queue: a fixed ~${mb(m('eventsPerEntry') * 10_000)} per queue).`,
     '',
     '| Type | Jobs per round | Queued | Finished, kept | Cached result (MEMORY USAGE) | Per million queued | Per million finished + cached |',
@@ -167,11 +168,14 @@ function sizing(c: CostInputs): string {
   const largestKept = Math.max(...c.types.map((t) => m(`${t.def.name}.finished`) + m(`${t.def.name}.cached`)));
   const pickup = c.depth.get(`${c.opts.depths[0]}.pickupPerS`).median;
   const backlog = c.maxBacklogDefault;
+  const keptTrivial = m('sum-range.finished') + m('sum-range.cached');
   return [
     `Cost, sizing: a million queued jobs of these types take ${mb(smallestQueued * 1e6)}–${mb(largestQueued * 1e6)} of Redis` +
       (deepest && deepest.depth > 0 ? ` (${mb((deepest.used / deepest.depth) * 1e6)} measured with ${count(deepest.depth)} trivial jobs waiting, redis-server RSS ${mb(deepest.rss)})` : '') +
       `; a million finished jobs kept for ${duration(c.retentionSeconds)} with their cached results up to ${mb(largestKept * 1e6)} (a fan-out job counts its chunk jobs). ` +
       `MAX_BACKLOG (default ${count(backlog)} a queue) full of the largest queued type: ${mb(largestQueued * backlog)}; ` +
-      `this run's worker takes ${perS(pickup, 'trivial jobs/s')}, so it drains that backlog in ${duration(backlog / pickup)} at best.`,
+      `this run's worker takes ${perS(pickup, 'trivial jobs/s')}, so it drains that backlog in ${duration(backlog / pickup)} at best. ` +
+      `Retention, not the backlog, sets the size: a worker finishing that many jobs a second keeps ${count(Math.round(pickup * c.retentionSeconds))} finished jobs ` +
+      `(${duration(c.retentionSeconds)} of them), ${mb(pickup * c.retentionSeconds * keptTrivial)} with their cached results.`,
   ].join('\n');
 }

@@ -191,7 +191,7 @@ export class CostScenario implements Scenario<ScenarioReport> {
     await deleteKeys(this.redis, `${this.costPrefix}:cache`);
     const base = await readMemory(this.redis);
     for (const depth of o.depths) {
-      progress.log(`${this.name}: filling the ${sumRangeJob.queue} queue to ${depth.toLocaleString('en-US')} waiting jobs`);
+      if (depth > 0) progress.log(`${this.name}: filling the ${sumRangeJob.queue} queue to ${depth.toLocaleString('en-US')} waiting jobs`);
       const t0 = performance.now();
       const added = await this.topUp(queue, depth);
       const fillPerS = added / ((performance.now() - t0) / 1000);
