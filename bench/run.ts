@@ -11,6 +11,7 @@ import { toSvg } from './report/svg';
 import { AdaptersScenario } from './scenarios/adapters';
 import { BatchScenario } from './scenarios/batch';
 import { CacheScenario } from './scenarios/cache';
+import { CostScenario } from './scenarios/cost';
 import { BenchContext, Scenario, Servers } from './scenarios/context';
 import { CpuScenario } from './scenarios/cpu';
 import { IsolationScenario } from './scenarios/isolation';
@@ -39,6 +40,7 @@ const SCENARIO_CLASSES: Record<ScenarioName, new (ctx: BenchContext) => Scenario
   singleFlight: SingleFlightScenario,
   adapters: AdaptersScenario,
   batch: BatchScenario,
+  cost: CostScenario,
   payload: PayloadScenario,
   peers: PeersScenario,
   seeds: SeedsScenario,

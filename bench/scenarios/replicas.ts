@@ -276,7 +276,7 @@ export class ReplicasScenario implements Scenario<ScenarioReport> {
     const all = (name: string, ok: (v: number) => boolean) => r(name).values.length > 0 && r(name).values.every(ok);
     const rows: ScenarioReport['rows'] = [
       {
-        scenario: 'Replicas',
+        scenario: '10. Replicas',
         measure: `~${this.ctx.opts.cpuJobMs} ms pbkdf2 jobs/s, 2 workers × 1 thread ÷ 1 worker × 2 threads (one API, ${o.cpuCallers} callers)`,
         template: spreadOf(r('w2x1.pbkdf2.jobsPerS'), jobs),
         baseline: spreadOf(r('w1x2.pbkdf2.jobsPerS'), jobs),
@@ -285,14 +285,14 @@ export class ReplicasScenario implements Scenario<ScenarioReport> {
         met: r('workers.pbkdf2.ratio').median >= 0.95,
       },
       {
-        scenario: 'Replicas',
+        scenario: '10. Replicas',
         measure: `… trivial sum jobs/s, same comparison (${o.callers} callers)`,
         template: spreadOf(r('w2x1.trivial.jobsPerS'), jobs),
         baseline: spreadOf(r('w1x2.trivial.jobsPerS'), jobs),
         ratio: r('workers.trivial.ratio'),
       },
       {
-        scenario: 'Replicas',
+        scenario: '10. Replicas',
         measure: `trivial sum jobs/s, 2 API replicas ÷ 1 API (${o.callers} callers round-robin; 2 workers × 1 thread behind)`,
         template: spreadOf(r('api2.trivial.jobsPerS'), jobs),
         baseline: spreadOf(r('api1.trivial.jobsPerS'), jobs),
@@ -301,7 +301,7 @@ export class ReplicasScenario implements Scenario<ScenarioReport> {
         met: r('apis.trivial.ratio').median >= 0.95,
       },
       {
-        scenario: 'Replicas',
+        scenario: '10. Replicas',
         measure: `cache-hit POSTs/s, 2 API replicas ÷ 1 API (${o.callers} callers round-robin)`,
         template: spreadOf(r('api2.hit.jobsPerS'), perS),
         baseline: spreadOf(r('api1.hit.jobsPerS'), perS),
@@ -310,7 +310,7 @@ export class ReplicasScenario implements Scenario<ScenarioReport> {
         met: r('apis.hit.ratio').median >= 0.95,
       },
       {
-        scenario: 'Replicas',
+        scenario: '10. Replicas',
         measure: `executions for ${o.flightCallers} identical submissions alternating over 2 APIs, under load (every round)`,
         template: r('flight.executions').values.join(', '),
         baseline: '',
@@ -318,7 +318,7 @@ export class ReplicasScenario implements Scenario<ScenarioReport> {
         met: all('flight.executions', (v) => v === 1),
       },
       {
-        scenario: 'Replicas',
+        scenario: '10. Replicas',
         measure: 'a running job submitted on API A, DELETE on API B: ends cancelled (every round; DELETE → cancelled seen on A)',
         template: `${r('cancel.ok').values.filter((v) => v === 1).length}/${r('cancel.ok').values.length} cancelled, ${spreadOf(r('cancel.ms'), ms)}`,
         baseline: '',
@@ -326,7 +326,7 @@ export class ReplicasScenario implements Scenario<ScenarioReport> {
         met: all('cancel.ok', (v) => v === 1),
       },
       {
-        scenario: 'Replicas',
+        scenario: '10. Replicas',
         measure: 'SSE on API B for a job submitted on A: progress events, then completed with the right result (every round)',
         template: `${r('sse.ok').values.filter((v) => v === 1).length}/${r('sse.ok').values.length} complete; progress events ${r('sse.progress').values.join(', ')}`,
         baseline: '',

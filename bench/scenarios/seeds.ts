@@ -147,7 +147,7 @@ export class SeedsScenario implements Scenario<ScenarioReport> {
   result(): ScenarioReport {
     const r = (name: string) => this.rounds.get(name);
     const o = this.ctx.opts.seeds;
-    const scenario = 'Seed techniques';
+    const scenario = '9. Seed techniques';
     const [template, ...seeds] = this.systems;
     const getFigures = (k: string) =>
       `${perS(r(`${k}.busy.rps`).median)} busy / ${perS(r(`${k}.idle.rps`).median)} idle, p99 ${ms(r(`${k}.busy.p99`).median)} busy`;

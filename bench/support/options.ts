@@ -1,11 +1,11 @@
 import { join } from 'node:path';
 
 /** The scenarios `npm run bench` runs by default, in order; `payload` is an extra, run on request. */
-export const SCENARIOS = ['isolation', 'cpu', 'overhead', 'cache', 'singleFlight', 'adapters', 'batch', 'peers', 'seeds', 'replicas'] as const;
+export const SCENARIOS = ['isolation', 'cpu', 'overhead', 'cache', 'singleFlight', 'adapters', 'batch', 'peers', 'seeds', 'replicas', 'cost'] as const;
 export const EXTRA_SCENARIOS = ['payload'] as const;
 export type ScenarioName = (typeof SCENARIOS)[number] | (typeof EXTRA_SCENARIOS)[number];
 
-/** Every knob of a run. Full runs fit in ~6 minutes here; smoke runs in seconds and asserts nothing. */
+/** Every knob of a run. Full runs take ~20 minutes here (cost fills a 1M-job queue); smoke runs in seconds and asserts nothing. */
 export interface BenchOptions {
   smoke: boolean;
   /** The scenario list runs this many times back to back; memory is compared across passes. */
@@ -44,6 +44,13 @@ export interface BenchOptions {
   seeds: { connections: number; idleS: number; busyS: number; callers: number; cpuJobs: number; cpuCallers: number };
   /** pbkdf2 jobs per worker leg and their callers; callers and seconds of the trivial and cache-hit legs; single-flight callers. */
   replicas: { cpuJobs: number; cpuCallers: number; callers: number; durationS: number; flightCallers: number };
+  /**
+   * Memory: up to `jobs` jobs per type and round, fewer when a type's runs would take more than
+   * `runBudgetMs` of pool time (each job's run plus `perJobMs` of pipeline). Depths: jobs waiting;
+   * at each, `reps` × (`submits` POSTs from 1 caller and twice as many from `callers`, then the
+   * worker taking `pickup` jobs); the queue is filled `chunk` jobs per addBulk.
+   */
+  cost: { jobs: number; runBudgetMs: number; perJobMs: number; depths: number[]; reps: number; submits: number; callers: number; pickup: number; chunk: number };
   /** Memory soak after the passes: chunks × jobs per chunk (0 chunks: none). */
   soak: { chunks: number; perChunk: number };
 }
@@ -101,6 +108,9 @@ export function loadOptions(env: NodeJS.ProcessEnv = process.env, argv: readonly
     replicas: smoke
       ? { cpuJobs: 8, cpuCallers: 4, callers: 32, durationS: 0.3, flightCallers: 50 }
       : { cpuJobs: 160, cpuCallers: 8, callers: 32, durationS: 2, flightCallers: 50 },
+    cost: smoke
+      ? { jobs: 100, runBudgetMs: 300, perJobMs: 1, depths: [0, 1000, 5000], reps: 1, submits: 20, callers: 8, pickup: 300, chunk: 1000 }
+      : { jobs: 500, runBudgetMs: 1000, perJobMs: 1, depths: [0, 100_000, 1_000_000], reps: 3, submits: 200, callers: 8, pickup: 2000, chunk: 5000 },
     payload: { sizes: smoke ? [1000, 10_000] : [1000, 10_000, 100_000, 300_000] },
     soak: smoke ? { chunks: 2, perChunk: 200 } : { chunks: int('BENCH_SOAK_CHUNKS', 6), perChunk: 5000 },
   };

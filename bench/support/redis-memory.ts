@@ -1,0 +1,93 @@
+import type IORedis from 'ioredis';
+import { sleep } from '../scenarios/context';
+
+/** What Redis holds, in bytes, once writes have settled. */
+export interface MemoryReading {
+  /**
+   * used_memory (what `maxmemory` limits) less the clients' buffers and the Lua script cache. why
+   * less those: buffers come and go with traffic (Redis shrinks them lazily), and a script is
+   * cached once, the first time a client runs it, however many jobs follow.
+   */
+  used: number;
+  /**
+   * `used` less the bucket arrays of the keyspace's hash tables (keys and expiries): the keys' own
+   * cost. why: those arrays double (and later halve) at powers of two, a step of up to hundreds of
+   * KB that would land on whichever few jobs cross it; spread over many keys they add 8-16 B a key.
+   */
+  keys: number;
+  /** redis-server's resident set: what the machine must have. */
+  rss: number;
+}
+
+function field(info: string, name: string): number {
+  const match = new RegExp(`^${name}:(\\d+)`, 'm').exec(info);
+  return match ? Number(match[1]) : NaN;
+}
+
+/**
+ * Bytes of the keyspace's bucket arrays, from MEMORY STATS: per database, overhead.hashtable.main
+ * is keys × (dictEntry + robj, 24 + 16 B) plus 8 B a bucket, overhead.hashtable.expires is
+ * expiries × 24 B plus 8 B a bucket (Redis 7.0's object.c).
+ */
+async function bucketBytes(redis: IORedis): Promise<number> {
+  const stats = (await redis.call('MEMORY', 'STATS')) as unknown[];
+  const keyspace = await redis.info('keyspace');
+  let total = 0;
+  for (let i = 0; i < stats.length; i += 2) {
+    const name = String(stats[i]);
+    if (!name.startsWith('db.')) continue;
+    const db = stats[i + 1] as unknown[];
+    const value = (k: string) => Number(db[db.indexOf(k) + 1]);
+    const match = new RegExp(`^db${name.slice(3)}:keys=(\\d+),expires=(\\d+)`, 'm').exec(keyspace);
+    if (!match) continue;
+    total += value('overhead.hashtable.main') - Number(match[1]) * 40 + value('overhead.hashtable.expires') - Number(match[2]) * 24;
+  }
+  return total;
+}
+
+/** The memory of Redis's keys once writes have settled and lazily freed values are gone: the median of 3 readings 50 ms apart. */
+export async function readMemory(redis: IORedis, settleMs = 150): Promise<MemoryReading> {
+  await sleep(settleMs);
+  const readings: MemoryReading[] = [];
+  while (readings.length < 3) {
+    const info = await redis.info('memory');
+    const buckets = await bucketBytes(redis);
+    await sleep(50);
+    if (field(info, 'lazyfree_pending_objects') > 0) continue;
+    const buffers = field(info, 'mem_clients_normal') + (field(info, 'mem_clients_slaves') || 0);
+    const used = field(info, 'used_memory') - buffers - field(info, 'used_memory_scripts');
+    readings.push({ used, keys: used - buckets, rss: field(info, 'used_memory_rss') });
+  }
+  const median = (pick: (r: MemoryReading) => number) => readings.map(pick).sort((a, b) => a - b)[1];
+  return { used: median((r) => r.used), keys: median((r) => r.keys), rss: median((r) => r.rss) };
+}
+
+/** Keys matching `pattern` (SCAN, so Redis never blocks on a large keyspace). */
+export async function scanKeys(redis: IORedis, pattern: string): Promise<string[]> {
+  const keys: string[] = [];
+  let cursor = '0';
+  do {
+    const [next, batch] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', 5000);
+    cursor = next;
+    keys.push(...batch);
+  } while (cursor !== '0');
+  return keys;
+}
+
+/** MEMORY USAGE of each key, summed (SAMPLES 0: every element counted, exact for the key's value). */
+export async function memoryUsage(redis: IORedis, keys: readonly string[]): Promise<number> {
+  let total = 0;
+  for (let i = 0; i < keys.length; i += 1000) {
+    const replies = await redis.pipeline(keys.slice(i, i + 1000).map((key) => ['memory', 'usage', key, 'samples', '0'])).exec();
+    for (const [error, bytes] of replies ?? []) {
+      if (error) throw error;
+      total += Number(bytes ?? 0);
+    }
+  }
+  return total;
+}
+
+/** Deletes `keys` with DEL, not UNLINK: the memory is free when this returns, so a reading after it is exact. */
+export async function deleteNow(redis: IORedis, keys: readonly string[]): Promise<void> {
+  for (let i = 0; i < keys.length; i += 1000) await redis.del(...keys.slice(i, i + 1000));
+}
