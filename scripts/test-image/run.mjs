@@ -164,6 +164,18 @@ async function main() {
       log(`completed, results matching their output schemas: ${types.join(', ')}`);
     });
 
+    await step('pool threads on SCHED_IDLE in the container (WORKER_SCHED=idle, the default)', async () => {
+      // why here too: chrt must be in the image and the container's seccomp profile must allow the policy.
+      // Field 41 of /proc/<pid>/task/<tid>/stat is the policy (5 = SCHED_IDLE); the name before it may hold spaces.
+      const policies = out('podman', ['exec', worker.name, 'sh', '-c', 'for t in /proc/1/task/*; do sed "s/.*) //" $t/stat | cut -d" " -f39; done'])
+        .split('\n')
+        .map(Number);
+      const idle = policies.filter((p) => p === 5).length;
+      if (/WORKER_SCHED=idle/.test(worker.logs())) fail(`the worker could not use SCHED_IDLE: ${/WORKER_SCHED=idle[^"]*/.exec(worker.logs())?.[0]}`);
+      if (idle !== 1) fail(`${idle} of the worker's ${policies.length} threads are on SCHED_IDLE, not its one pool thread`);
+      log(`the pool thread on SCHED_IDLE, the other ${policies.length - 1} threads not`);
+    });
+
     await step('worker drains a running job on podman stop (SIGTERM) and exits 0', async () => {
       // A `sum` of about 4 s, sized from a short one, so the stop lands mid-job on any machine.
       const probe = (await submit('sum', { n: 2e8 }, 60)).json;
