@@ -3,6 +3,7 @@ import { closedLoop, HttpClient } from '../load/http-client';
 import { Saturator } from '../load/saturator';
 import { ms, num, perS, spreadOf } from '../report/format';
 import type { ScenarioReport } from '../report/report.types';
+import { poolSaturated } from '../support/stack';
 import { Rounds, summarize } from '../support/stats';
 import { BenchContext, fresh, rotate, Scenario, sleep } from './context';
 
@@ -132,16 +133,9 @@ export class SeedsScenario implements Scenario<ScenarioReport> {
 
   /** Resolves once the template's pool runs a job on every thread (the seed servers: once they are busy). */
   private async saturated(system: System): Promise<void> {
-    if (system.key !== 'template') {
-      await sleep(300);
-      return;
-    }
-    const deadline = Date.now() + 10_000;
-    while (Date.now() < deadline) {
-      if ((await this.ctx.servers.worker.metric('nest_offload_jobs_active')) >= this.ctx.opts.threads) return;
-      await sleep(20);
-    }
-    throw new Error('the worker pool never became saturated');
+    // why a fixed pause for the others: they export no count of running jobs.
+    if (system.key !== 'template') await sleep(300);
+    else await poolSaturated(this.ctx.servers.worker, this.ctx.opts.threads);
   }
 
   result(): ScenarioReport {

@@ -131,3 +131,13 @@ export function preemptions(pid: number): number {
     return NaN;
   }
 }
+
+/** Resolves once `worker` runs a job on each of its `threads` pool threads (the CPU is then saturated). */
+export async function poolSaturated(worker: AppProcess, threads: number, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if ((await worker.metric('nest_offload_jobs_active')) >= threads) return;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  throw new Error('the worker pool never became saturated');
+}

@@ -1,12 +1,7 @@
-import 'reflect-metadata';
-import { DynamicModule, Module } from '@nestjs/common';
 import { join } from 'node:path';
-import { ECHO_API_ERROR, ECHO_REGISTRY, EchoController } from '../adapters/echo.controller';
+import { createEchoApi, fromDist } from '../adapters/echo-api';
 import { startRedis } from '../support/stack';
 import { spread } from '../support/stats';
-
-@Module({})
-class EchoApiModule {}
 
 /**
  * The cache hit and its ceiling (POST /bench/echo/{type}) in one process, through Fastify's inject
@@ -17,28 +12,13 @@ class EchoApiModule {}
  */
 async function main(): Promise<void> {
   const dist = process.env.BENCH_DIST ?? join(process.cwd(), 'dist');
-  const load = <T>(path: string): T => require(join(dist, path)) as T;
-  const { loadConfig } = load<typeof import('../../libs/config/src')>('libs/config/src');
-  const { JobRegistry } = load<typeof import('../../libs/jobs/src')>('libs/jobs/src');
+  const load = fromDist(dist);
   const { ResultCache } = load<typeof import('../../libs/cache/src')>('libs/cache/src');
-  const { ApiError } = load<typeof import('../../apps/api/src/http/api-error')>('apps/api/src/http/api-error');
-  const { createApi } = load<typeof import('../../apps/api/src/api.app')>('apps/api/src/api.app');
   const { prepareJob } = load<typeof import('../../apps/api/src/jobs/job-input')>('apps/api/src/jobs/job-input');
 
   const redis = await startRedis(process.env.REDIS_URL);
   const env = { ...process.env, REDIS_URL: redis.url, REDIS_PREFIX: `hit-path-${process.pid}`, NODE_ENV: 'production', ALLOW_UNAUTHENTICATED: 'true', LOG_LEVEL: 'warn' };
-  const config = loadConfig(env, 'api');
-  const registry = JobRegistry.forConfig(config);
-  const root = (api: DynamicModule): DynamicModule => ({
-    module: EchoApiModule,
-    imports: [api],
-    controllers: [EchoController],
-    providers: [
-      { provide: ECHO_REGISTRY, useValue: registry },
-      { provide: ECHO_API_ERROR, useValue: ApiError },
-    ],
-  });
-  const { app } = await createApi(config, root);
+  const { app, registry } = await createEchoApi(dist, env);
   await app.init();
   await app.getHttpAdapter().getInstance().ready();
   const body = { n: 25 };
