@@ -1,4 +1,5 @@
 import { BadRequestException, NotFoundException } from '@nestjs/common';
+import type { Job } from 'bullmq';
 import { allJobs, JobDefinition, JobRegistry } from '../../libs/jobs/src';
 
 /** The job types the baselines serve: the template's own declarations, so the work is identical. */
@@ -26,3 +27,15 @@ export function validated(type: string, body: unknown): { def: JobDefinition; in
 }
 
 export const iso = (ms: number | undefined) => (ms ? new Date(ms).toISOString() : undefined);
+
+/** The view of a BullMQ job in `state`, as the baselines built on BullMQ answer it. */
+export const viewOfBullJob = (job: Job, state: string): BaselineView => ({
+  id: job.id!,
+  type: job.name,
+  status: state === 'completed' || state === 'failed' || state === 'active' ? state : 'queued',
+  result: job.returnvalue,
+  attempts: job.attemptsMade,
+  createdAt: iso(job.timestamp)!,
+  startedAt: iso(job.processedOn),
+  finishedAt: iso(job.finishedOn),
+});

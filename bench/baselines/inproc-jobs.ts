@@ -1,7 +1,7 @@
 import { Body, Controller, Get, HttpCode, NotFoundException, Param, Post } from '@nestjs/common';
 import { InjectQueue, Processor, WorkerHost } from '@nestjs/bullmq';
 import { Job, Queue, QueueEvents } from 'bullmq';
-import { baselineJobs, BaselineView, iso, validated } from './baseline-jobs';
+import { baselineJobs, BaselineView, validated, viewOfBullJob } from './baseline-jobs';
 import { noProgress } from './no-progress';
 import { INPROC_QUEUE } from './baseline.tokens';
 
@@ -21,17 +21,6 @@ export class InprocProcessor extends WorkerHost {
     return def.run(job.data.input, noProgress);
   }
 }
-
-const viewOf = (job: Job<InprocData>, state: string): BaselineView => ({
-  id: job.id!,
-  type: job.name,
-  status: state === 'completed' ? 'completed' : state === 'failed' ? 'failed' : state === 'active' ? 'active' : 'queued',
-  result: job.returnvalue,
-  attempts: job.attemptsMade,
-  createdAt: iso(job.timestamp)!,
-  startedAt: iso(job.processedOn),
-  finishedAt: iso(job.finishedOn),
-});
 
 @Controller('v1/jobs')
 export class InprocJobsController {
@@ -54,6 +43,6 @@ export class InprocJobsController {
   async get(@Param('id') id: string): Promise<BaselineView> {
     const [job, state] = await Promise.all([Job.fromId<InprocData>(this.queue, id), this.queue.getJobState(id)]);
     if (!job || state === 'unknown') throw new NotFoundException(`No job with id "${id}"`);
-    return viewOf(job, state);
+    return viewOfBullJob(job, state);
   }
 }

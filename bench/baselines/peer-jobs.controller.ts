@@ -3,22 +3,11 @@ import { InjectQueue } from '@nestjs/bullmq';
 import { Job, Queue, QueueEvents } from 'bullmq';
 import type { FastifyReply } from 'fastify';
 import { parsePreferWait } from '../../apps/api/src/jobs/prefer-wait';
-import { BaselineView, iso, validated } from './baseline-jobs';
+import { BaselineView, iso, validated, viewOfBullJob } from './baseline-jobs';
 import { PEER_QUEUE } from './peer.queue';
 
 /** The longest `Prefer: wait` the peer honours, like the template's default MAX_WAIT_SECONDS. */
 const MAX_WAIT_S = 60;
-
-const viewOf = (job: Job, state: string): BaselineView => ({
-  id: job.id!,
-  type: job.name,
-  status: state === 'completed' || state === 'failed' || state === 'active' ? state : 'queued',
-  result: job.returnvalue,
-  attempts: job.attemptsMade,
-  createdAt: iso(job.timestamp)!,
-  startedAt: iso(job.processedOn),
-  finishedAt: iso(job.finishedOn),
-});
 
 /**
  * The peer's jobs API, written the way the NestJS docs and boilerplates write it: validate the body,
@@ -62,6 +51,6 @@ export class PeerJobsController {
   async get(@Param('id') id: string): Promise<BaselineView> {
     const [job, state] = await Promise.all([Job.fromId(this.queue, id), this.queue.getJobState(id)]);
     if (!job || state === 'unknown') throw new NotFoundException(`No job with id "${id}"`);
-    return viewOf(job, state);
+    return viewOfBullJob(job, state);
   }
 }
