@@ -24,7 +24,7 @@ import { ReplicasScenario } from './scenarios/replicas';
 import { SingleFlightScenario } from './scenarios/single-flight';
 import { BenchOptions, loadOptions, ScenarioName } from './support/options';
 import { Progress } from './support/progress';
-import { deleteKeys, Env, startNode, startRedis, startTemplate } from './support/stack';
+import { deleteKeys, Env, IMAGE_ENV, startNode, startRedis, startTemplate } from './support/stack';
 import { spread } from './support/stats';
 
 /**
@@ -153,6 +153,7 @@ async function main(): Promise<void> {
       REDIS_URL: redis.url,
       REDIS_PREFIX: prefix,
       NODE_ENV: 'production',
+      ...IMAGE_ENV,
       // why: production refuses to run the API without keys; the bench measures the pipeline, not auth.
       ALLOW_UNAUTHENTICATED: 'true',
       LOG_LEVEL: opts.logLevel,

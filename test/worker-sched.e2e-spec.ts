@@ -17,14 +17,15 @@ function threads(pid: number): Array<{ tid: number; name: string; policy: number
 }
 
 /**
- * WORKER_SCHED=idle (the default) puts every pool thread, and only them, on SCHED_IDLE, so job code
- * runs on CPU time nothing else wants; the worker's event loop stays on SCHED_OTHER.
+ * WORKER_SCHED=idle (the image's setting) puts every pool thread, and only them, on SCHED_IDLE, so
+ * job code runs on CPU time nothing else wants; the worker's event loop stays on SCHED_OTHER. The
+ * apps' own default, for bare hosts where other busy processes share the group, is SCHED_OTHER.
  */
 describe('pool threads on SCHED_IDLE', () => {
   const onLinux = process.platform === 'linux' ? it : it.skip;
 
   onLinux('runs jobs on SCHED_IDLE pool threads, the event loop on SCHED_OTHER', async () => {
-    const { api, worker, stop } = await startStack(stackEnv('sched-idle', { WORKER_THREADS: '2' }));
+    const { api, worker, stop } = await startStack(stackEnv('sched-idle', { WORKER_THREADS: '2', WORKER_SCHED: 'idle' }));
     try {
       const { body } = await submit(api.url, 'chaos', { mode: 'spin', ms: 50, tag: 'sched' }, { wait: 30 });
       expect(body).toMatchObject({ status: 'completed' });
@@ -40,8 +41,10 @@ describe('pool threads on SCHED_IDLE', () => {
     }
   });
 
-  onLinux('leaves every thread on SCHED_OTHER with WORKER_SCHED=other', async () => {
-    const { api, worker, stop } = await startStack(stackEnv('sched-other', { WORKER_THREADS: '2', WORKER_SCHED: 'other' }));
+  onLinux('leaves every thread on SCHED_OTHER by default (WORKER_SCHED unset)', async () => {
+    const env = stackEnv('sched-other', { WORKER_THREADS: '2' });
+    expect(env.WORKER_SCHED).toBeUndefined();
+    const { api, worker, stop } = await startStack(env);
     try {
       const { body } = await submit(api.url, 'chaos', { mode: 'spin', ms: 50, tag: 'sched-other' }, { wait: 30 });
       expect(body).toMatchObject({ status: 'completed' });

@@ -34,7 +34,13 @@ export async function startNode(
   return app;
 }
 
-/** The template's two apps, built by `nest build` into `dist` (`root`/dist unless told otherwise). */
+/** What the image sets beyond the apps' defaults (docker/Dockerfile): the bench measures the template as deployed. */
+export const IMAGE_ENV: Env = { WORKER_SCHED: 'idle' };
+
+/**
+ * The template's two apps, built by `nest build` into `dist` (`root`/dist unless told otherwise),
+ * with the worker's pool threads on SCHED_IDLE as the image runs them (`env` may say otherwise).
+ */
 export async function startTemplate(
   root: string,
   env: Env,
@@ -42,6 +48,7 @@ export async function startTemplate(
 ): Promise<{ api: AppProcess; worker: AppProcess }> {
   const entry = (app: string) => join(options.dist ?? join(root, 'dist'), 'apps', app, 'src', 'main.js');
   if (!existsSync(entry('api'))) throw new Error(`no build at ${entry('api')}: run \`npx nest build\` first (npm run bench does)`);
+  env = { ...IMAGE_ENV, ...env };
   const [api, worker] = await Promise.all([
     startNode(entry('api'), env, { cwd: root, kind: 'api', port: options.api, nodeArgs: options.nodeArgs }),
     startNode(entry('worker'), env, { cwd: root, portVar: 'WORKER_PORT', kind: 'worker', port: options.worker, nodeArgs: options.nodeArgs }),

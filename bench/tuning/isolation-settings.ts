@@ -18,7 +18,7 @@ import { delta, SchedCounters, schedCounters } from './sched-counters';
  * went (CPU per GET, time runnable but waiting for a core, context switches) and Redis's CPU.
  *
  *   nice 0              WORKER_SCHED=other WORKER_NICE=0
- *   nice 19             WORKER_SCHED=other WORKER_NICE=19 (the default before SCHED_IDLE)
+ *   nice 19             WORKER_SCHED=other WORKER_NICE=19 (the apps' default; the image sets idle)
  *   SCHED_IDLE          WORKER_SCHED=idle
  *   SCHED_IDLE, pinned  the same stack, its API alone on core 0, everything else on core 1
  *

@@ -164,7 +164,7 @@ async function main() {
       log(`completed, results matching their output schemas: ${types.join(', ')}`);
     });
 
-    await step('pool threads on SCHED_IDLE in the container (WORKER_SCHED=idle, the default)', async () => {
+    await step('pool threads on SCHED_IDLE in the container (WORKER_SCHED=idle, set by the image)', async () => {
       // why here too: chrt must be in the image and the container's seccomp profile must allow the policy.
       // Field 41 of /proc/<pid>/task/<tid>/stat is the policy (5 = SCHED_IDLE); the name before it may hold spaces.
       const policies = out('podman', ['exec', worker.name, 'sh', '-c', 'for t in /proc/1/task/*; do sed "s/.*) //" $t/stat | cut -d" " -f39; done'])

@@ -14,7 +14,7 @@ describe('loadConfig', () => {
       idempotencyTtlSeconds: 86_400,
       batchMaxItems: 1000,
       workerNice: 19,
-      workerSched: 'idle',
+      workerSched: 'other',
     });
     expect(config.workerThreads).toBeGreaterThanOrEqual(1);
     expect(Object.isFrozen(config)).toBe(true);

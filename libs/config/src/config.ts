@@ -158,7 +158,7 @@ const schema = z.object({
   WORKER_QUEUES: queueList.optional(),
   WORKER_MAX_MEMORY_MB: int(16, 65536).default(512),
   WORKER_NICE: int(0, 19).default(19),
-  WORKER_SCHED: z.enum(['idle', 'other'], { error: 'must be idle or other' }).default('idle'),
+  WORKER_SCHED: z.enum(['idle', 'other'], { error: 'must be idle or other' }).default('other'),
   JOB_TIMEOUT_MS: int(100, 24 * 3600 * 1000).default(60_000),
   JOB_RETENTION_SECONDS: int(1, 30 * 24 * 3600).default(3600),
   JOB_LOCK_MS: int(1000, 600_000).default(30_000),

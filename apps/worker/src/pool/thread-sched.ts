@@ -9,7 +9,11 @@ import { readlinkSync } from 'node:fs';
  * Measured (bench/tuning/isolation-settings.ts): the API's time runnable but waiting for a core
  * under job load fell from ~36 to ~12 µs per GET, at no cost to job throughput on an idle host.
  * Only threads in the same cgroup (container) or autogroup are ranked this way: against another
- * container's threads, the cgroups' CPU weights decide.
+ * container's threads, the cgroups' CPU weights decide. That is also why it is the image's setting
+ * and not the default: on a bare host (a laptop, CI, a VM running other services) any busy process
+ * in the same group takes the cores, and idle-class threads get ~0.3% of one: jobs stall until
+ * their timeout (test/chaos/redis-late.e2e-spec.ts beside two busy shell loops: 10-12 of its 50
+ * small jobs unfinished after 30 s on idle, none on other).
  *
  * why util-linux's chrt: Node has no binding for sched_setscheduler(2) and @napi-rs/nice (piscina's
  * nice) only calls setpriority(2). chrt ships in every Debian image (util-linux is Essential; the
