@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 
 /**
@@ -12,6 +12,10 @@ import { basename, join } from 'node:path';
  * each sample counted once per function) among those whose "name file" matches, e.g.
  * PROFILE_INCLUSIVE='apps/|libs/' for the app's own code. why: async code splits a request over
  * many stacks, so this shows synchronous spans only; it still finds what a step calls into.
+ *
+ * With PROFILE_FLAME=<dir>, also a flame graph of each profile's busy time, <dir>/<profile>.svg:
+ * one box per call path, as wide as its inclusive time, callers below callees; hover for the
+ * function, file, time and share. Colours: the app's own code, packages, Node's internals, native.
  *
  * Each profile is labelled by the app whose code it ran (api, worker, pool thread, other). Shares
  * are of the busy time: idle time (the event loop waiting) is reported apart.
@@ -98,13 +102,78 @@ function inclusive(profile: CpuProfile, selfUs: Map<number, number>, focus: RegE
   return [...totals];
 }
 
+/** Microseconds each node held the thread. why deltas, not hit counts: the sampling interval stretches under load; the delta to the next sample is the time the sampled frame actually held it. */
+function selfTimes(profile: CpuProfile): Map<number, number> {
+  const selfUs = new Map<number, number>();
+  profile.samples.forEach((id, i) => selfUs.set(id, (selfUs.get(id) ?? 0) + (profile.timeDeltas[i + 1] ?? 0)));
+  return selfUs;
+}
+
+const FLAME_WIDTH = 1200;
+const FLAME_ROW = 16;
+const escapeXml = (s: string) => s.replace(/[<>&"]/g, (c) => `&#${c.charCodeAt(0)};`);
+
+/** Colour by where the code lives: ours warm, packages orange, Node's internals green, native grey. */
+function flameColour(frame: CallFrame): string {
+  if (!frame.url) return '#c8c8c8';
+  if (/\/(apps|libs|bench)\//.test(frame.url) && !frame.url.includes('node_modules')) return '#e8643c';
+  if (frame.url.includes('node_modules')) return '#f0a848';
+  return '#78b864';
+}
+
+/** A self-contained SVG flame graph of the profile's busy time (V8's call tree; `(idle)` and `(program)` left out). */
+function flameGraph(profile: CpuProfile, title: string): string {
+  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  const selfUs = selfTimes(profile);
+  const inclusiveUs = new Map<number, number>();
+  const skip = (n: ProfileNode) => ['(idle)', '(program)'].includes(n.callFrame.functionName);
+  const sum = (id: number): number => {
+    const node = byId.get(id)!;
+    if (skip(node)) return 0;
+    const us = (node.children ?? []).reduce((n, child) => n + sum(child), selfUs.get(id) ?? 0);
+    inclusiveUs.set(id, us);
+    return us;
+  };
+  const root = profile.nodes[0];
+  const busy = sum(root.id);
+  const boxes: string[] = [];
+  let depthMax = 0;
+  const place = (id: number, x: number, depth: number) => {
+    const node = byId.get(id)!;
+    const us = inclusiveUs.get(id) ?? 0;
+    const width = (us / busy) * FLAME_WIDTH;
+    if (width < 0.3) return;
+    depthMax = Math.max(depthMax, depth);
+    const name = id === root.id ? 'all busy time' : frameName(node.callFrame);
+    const label = width > 40 ? escapeXml(name.slice(0, Math.floor(width / 6.5))) : '';
+    boxes.push(
+      `<g><title>${escapeXml(name)}: ${(us / 1000).toFixed(1)} ms, ${((100 * us) / busy).toFixed(1)}%</title>` +
+        `<rect x="${x.toFixed(2)}" y="${depth}" width="${width.toFixed(2)}" height="${FLAME_ROW - 1}" fill="${flameColour(node.callFrame)}"/>` +
+        (label ? `<text x="${(x + 3).toFixed(2)}" y="${depth}">${label}</text>` : '') +
+        '</g>',
+    );
+    let childX = x;
+    for (const child of node.children ?? []) {
+      place(child, childX, depth + 1);
+      childX += ((inclusiveUs.get(child) ?? 0) / busy) * FLAME_WIDTH;
+    }
+  };
+  place(root.id, 0, 0);
+  const height = (depthMax + 1) * FLAME_ROW + 30;
+  // why y flipped at the end: boxes are placed by depth; the root sits at the bottom, callees above.
+  const flip = (svg: string) => svg.replace(/ y="(\d+)"/g, (_, d: string) => ` y="${height - (Number(d) + 1) * FLAME_ROW}"`).replace(/<text x="([\d.]+)" y="(\d+)"/g, (_, x: string, y: string) => `<text x="${x}" y="${Number(y) + 11}"`);
+  return [
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${FLAME_WIDTH}" height="${height}" font-family="monospace" font-size="11">`,
+    `<text x="4" y="14" font-size="13">${escapeXml(title)}</text>`,
+    ...boxes.map(flip),
+    '</svg>',
+  ].join('\n');
+}
+
 function summarise(file: string, top: number): string {
   const profile = JSON.parse(readFileSync(file, 'utf8')) as CpuProfile;
   const byId = new Map(profile.nodes.map((n) => [n.id, n.callFrame]));
-  const selfUs = new Map<number, number>();
-  // why deltas, not hit counts: the sampling interval stretches under load; the delta to the next
-  // sample is the time the sampled frame actually held the thread.
-  profile.samples.forEach((id, i) => selfUs.set(id, (selfUs.get(id) ?? 0) + (profile.timeDeltas[i + 1] ?? 0)));
+  const selfUs = selfTimes(profile);
   const byFunction = new Map<string, number>();
   const byFile = new Map<string, number>();
   let idle = 0;
@@ -123,6 +192,12 @@ function summarise(file: string, top: number): string {
   }
   const busy = total - idle;
   const focus = process.env.PROFILE_INCLUSIVE;
+  const flameDir = process.env.PROFILE_FLAME;
+  if (flameDir) {
+    mkdirSync(flameDir, { recursive: true });
+    const title = `${basename(file)} (${labelOf(profile)}): ${(busy / 1e6).toFixed(2)} s busy; own code red, packages orange, Node green, native grey`;
+    writeFileSync(join(flameDir, `${basename(file, '.cpuprofile')}.svg`), flameGraph(profile, title));
+  }
   return [
     `== ${basename(file)} (${labelOf(profile)}): ${(total / 1e6).toFixed(1)} s sampled, busy ${(busy / 1e6).toFixed(2)} s, idle ${(idle / 1e6).toFixed(2)} s`,
     table(`top ${top} functions by self time (% of busy)`, [...byFunction], busy, top),
