@@ -113,12 +113,12 @@ const FLAME_WIDTH = 1200;
 const FLAME_ROW = 16;
 const escapeXml = (s: string) => s.replace(/[<>&"]/g, (c) => `&#${c.charCodeAt(0)};`);
 
-/** Colour by where the code lives: ours warm, packages orange, Node's internals green, native grey. */
+/** Colour by where the code lives (as fileOf names it): ours red, packages orange, Node's internals green, native grey. */
 function flameColour(frame: CallFrame): string {
+  const file = fileOf(frame.url);
   if (!frame.url) return '#c8c8c8';
-  if (/\/(apps|libs|bench)\//.test(frame.url) && !frame.url.includes('node_modules')) return '#e8643c';
-  if (frame.url.includes('node_modules')) return '#f0a848';
-  return '#78b864';
+  if (file.startsWith('[')) return '#f0a848';
+  return /^(apps|libs|bench)\//.test(file) ? '#e8643c' : '#78b864';
 }
 
 /** A self-contained SVG flame graph of the profile's busy time (V8's call tree; `(idle)` and `(program)` left out). */
@@ -126,46 +126,42 @@ function flameGraph(profile: CpuProfile, title: string): string {
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const selfUs = selfTimes(profile);
   const inclusiveUs = new Map<number, number>();
-  const skip = (n: ProfileNode) => ['(idle)', '(program)'].includes(n.callFrame.functionName);
   const sum = (id: number): number => {
     const node = byId.get(id)!;
-    if (skip(node)) return 0;
+    if (['(idle)', '(program)'].includes(node.callFrame.functionName)) return 0;
     const us = (node.children ?? []).reduce((n, child) => n + sum(child), selfUs.get(id) ?? 0);
     inclusiveUs.set(id, us);
     return us;
   };
   const root = profile.nodes[0];
   const busy = sum(root.id);
-  const boxes: string[] = [];
-  let depthMax = 0;
+  const boxes: Array<{ x: number; depth: number; width: number; us: number; name: string; fill: string }> = [];
   const place = (id: number, x: number, depth: number) => {
     const node = byId.get(id)!;
     const us = inclusiveUs.get(id) ?? 0;
     const width = (us / busy) * FLAME_WIDTH;
     if (width < 0.3) return;
-    depthMax = Math.max(depthMax, depth);
-    const name = id === root.id ? 'all busy time' : frameName(node.callFrame);
-    const label = width > 40 ? escapeXml(name.slice(0, Math.floor(width / 6.5))) : '';
-    boxes.push(
-      `<g><title>${escapeXml(name)}: ${(us / 1000).toFixed(1)} ms, ${((100 * us) / busy).toFixed(1)}%</title>` +
-        `<rect x="${x.toFixed(2)}" y="${depth}" width="${width.toFixed(2)}" height="${FLAME_ROW - 1}" fill="${flameColour(node.callFrame)}"/>` +
-        (label ? `<text x="${(x + 3).toFixed(2)}" y="${depth}">${label}</text>` : '') +
-        '</g>',
-    );
-    let childX = x;
+    boxes.push({ x, depth, width, us, name: id === root.id ? 'all busy time' : frameName(node.callFrame), fill: flameColour(node.callFrame) });
     for (const child of node.children ?? []) {
-      place(child, childX, depth + 1);
-      childX += ((inclusiveUs.get(child) ?? 0) / busy) * FLAME_WIDTH;
+      place(child, x, depth + 1);
+      x += ((inclusiveUs.get(child) ?? 0) / busy) * FLAME_WIDTH;
     }
   };
   place(root.id, 0, 0);
-  const height = (depthMax + 1) * FLAME_ROW + 30;
-  // why y flipped at the end: boxes are placed by depth; the root sits at the bottom, callees above.
-  const flip = (svg: string) => svg.replace(/ y="(\d+)"/g, (_, d: string) => ` y="${height - (Number(d) + 1) * FLAME_ROW}"`).replace(/<text x="([\d.]+)" y="(\d+)"/g, (_, x: string, y: string) => `<text x="${x}" y="${Number(y) + 11}"`);
+  // The root at the bottom, callees above it.
+  const height = (Math.max(...boxes.map((b) => b.depth)) + 1) * FLAME_ROW + 30;
+  const svgBox = ({ x, depth, width, us, name, fill }: (typeof boxes)[number]) => {
+    const y = height - (depth + 1) * FLAME_ROW;
+    const label = width > 40 ? `<text x="${(x + 3).toFixed(2)}" y="${y + 11}">${escapeXml(name.slice(0, Math.floor(width / 6.5)))}</text>` : '';
+    return (
+      `<g><title>${escapeXml(name)}: ${(us / 1000).toFixed(1)} ms, ${((100 * us) / busy).toFixed(1)}%</title>` +
+      `<rect x="${x.toFixed(2)}" y="${y}" width="${width.toFixed(2)}" height="${FLAME_ROW - 1}" fill="${fill}"/>${label}</g>`
+    );
+  };
   return [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${FLAME_WIDTH}" height="${height}" font-family="monospace" font-size="11">`,
     `<text x="4" y="14" font-size="13">${escapeXml(title)}</text>`,
-    ...boxes.map(flip),
+    ...boxes.map(svgBox),
     '</svg>',
   ].join('\n');
 }
@@ -195,7 +191,7 @@ function summarise(file: string, top: number): string {
   const flameDir = process.env.PROFILE_FLAME;
   if (flameDir) {
     mkdirSync(flameDir, { recursive: true });
-    const title = `${basename(file)} (${labelOf(profile)}): ${(busy / 1e6).toFixed(2)} s busy; own code red, packages orange, Node green, native grey`;
+    const title = `${basename(file)} (${labelOf(profile)}): own code red, packages orange, Node green, native grey`;
     writeFileSync(join(flameDir, `${basename(file, '.cpuprofile')}.svg`), flameGraph(profile, title));
   }
   return [
