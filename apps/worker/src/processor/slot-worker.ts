@@ -11,11 +11,20 @@ export type QueueJob = Job<JobData, unknown, string>;
  *
  * why here: BullMQ fetches a job in `moveToActive`, after waiting for one to arrive; taking the slot
  * just before that call means an idle queue never holds a slot while it waits. A slot belongs to the
- * fetch token: when BullMQ chains the next job onto a finished one (same token), the slot goes with
- * it, and it is given back when the token's chain ends.
+ * fetch token and stays with it while BullMQ chains the next job onto a finished one (same token).
+ *
+ * Two rules keep a shared slot from deadlocking BullMQ's main loop, which awaits each fetch in turn
+ * and only then starts the jobs it fetched (test/slot-worker.e2e-spec.ts):
+ * - a fetch never waits for a slot while this Worker holds a job its loop has not started: it gives
+ *   up at once (no job), so the loop goes on to start that job instead of sitting on the fetch;
+ * - a job chained onto a finished one runs here, in the same `processJob`, not through the main
+ *   loop, which may by then be waiting for the very slot the chained job holds.
  */
 export class SlotWorker extends Worker<JobData, unknown, string> {
+  /** Tokens holding a slot: a job fetched or running under each. */
   private readonly holding = new Set<string>();
+  /** Of those, the ones whose job BullMQ's main loop has not started yet. */
+  private readonly fetched = new Set<string>();
 
   constructor(
     queue: string,
@@ -29,7 +38,11 @@ export class SlotWorker extends Worker<JobData, unknown, string> {
   protected override async moveToActive(token: string, name?: string): Promise<QueueJob> {
     const inherited = this.holding.has(token);
     if (!inherited) {
-      await this.slots.acquire();
+      if (this.fetched.size > 0) {
+        if (!this.slots.tryAcquire()) return undefined as unknown as QueueJob;
+      } else {
+        await this.slots.acquire();
+      }
       this.holding.add(token);
     }
     let job: QueueJob | undefined;
@@ -39,17 +52,19 @@ export class SlotWorker extends Worker<JobData, unknown, string> {
     } finally {
       if (!job && !inherited) this.giveBack(token);
     }
+    if (job && !inherited) this.fetched.add(token);
     return job!;
   }
 
   override async processJob(job: QueueJob, token: string, fetchNext: () => boolean = () => true): Promise<void | QueueJob> {
-    let next: void | QueueJob = undefined;
+    this.fetched.delete(token);
     try {
       // why: while another queue waits for a slot, the slot goes back rather than to this queue's next job.
-      next = await super.processJob(job, token, () => fetchNext() && this.slots.waiting === 0);
-      return next;
+      const another = () => fetchNext() && this.slots.waiting === 0;
+      let next: void | QueueJob = job;
+      while (next) next = await super.processJob(next, token, another);
     } finally {
-      if (!next) this.giveBack(token);
+      this.giveBack(token);
     }
   }
 

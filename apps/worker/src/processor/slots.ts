@@ -9,11 +9,15 @@ export class Slots {
 
   /** Resolves once a slot is this caller's; waiters are served in arrival order. */
   acquire(): Promise<void> {
-    if (this.free > 0) {
-      this.free--;
-      return Promise.resolve();
-    }
+    if (this.tryAcquire()) return Promise.resolve();
     return new Promise((resolve) => this.queue.push(resolve));
+  }
+
+  /** Takes a slot if one is free now (and nobody waits for one); never waits. */
+  tryAcquire(): boolean {
+    if (this.free === 0 || this.queue.length > 0) return false;
+    this.free--;
+    return true;
   }
 
   release(): void {
