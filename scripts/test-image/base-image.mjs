@@ -1,6 +1,7 @@
 // The base image of docker/Dockerfile, made locally: nothing comes from Docker Hub. It stands in
 // for the official node:<major>-<suite>-slim with the same layout (node in /usr/local/bin, npm in
 // /usr/local/lib/node_modules, a `node` user with uid 1000) and the exact Node the tests run on.
+import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { arch, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -9,30 +10,45 @@ import { fail, log, onCleanUp, out, sh } from './shell.mjs';
 const LABEL = 'org.nest-offload.stand-in-node';
 const NPM_MAJOR = 11;
 
-/** Makes `tag` unless podman's storage already holds it with this Node; `suite` is the Debian release. */
-export function ensureBaseImage(tag, suite, nodeVersion) {
+/**
+ * The Node binary package `npm ci` installs on this host (scripts/node-runtime), as package-lock.json
+ * pins it: `{ name, version, integrity }`.
+ */
+export function lockedNode(lock) {
+  const nodeArch = { x64: 'x64', arm64: 'arm64' }[arch()];
+  if (!nodeArch) fail(`npm has no node-linux-<arch> package for ${arch()}`);
+  const name = `node-linux-${nodeArch}`;
+  const locked = lock.packages[`node_modules/${name}`];
+  if (!locked?.version || !locked.integrity) fail(`package-lock.json has no version and integrity for ${name}: scripts/node-runtime pins the Node the tests run on`);
+  return { name, version: locked.version, integrity: locked.integrity };
+}
+
+/** Makes `tag` unless podman's storage already holds it with this Node (see lockedNode); `suite` is the Debian release. */
+export function ensureBaseImage(tag, suite, node) {
+  const nodeVersion = node.version;
   const exists = sh('podman', ['image', 'exists', tag], { quiet: true, allowFail: true }).status === 0;
   if (exists && out('podman', ['image', 'inspect', '--format', `{{index .Labels "${LABEL}"}}`, tag]) === nodeVersion) {
     log(`${tag} with Node ${nodeVersion} is in podman's storage: reused`);
     return;
   }
-  const nodeArch = { x64: 'x64', arm64: 'arm64' }[arch()];
-  if (!nodeArch) fail(`npm has no node-linux-<arch> package for ${arch()}`);
   const dir = mkdtempSync(join(tmpdir(), 'nest-offload-base-'));
   onCleanUp(() => rmSync(dir, { recursive: true, force: true }));
   const rootfs = join(dir, 'rootfs');
   const mirror = debianMirror();
   log(`debootstrap ${suite} (minbase) from ${mirror}`);
   sh('debootstrap', ['--variant=minbase', '--include=libatomic1', suite, rootfs, mirror], { quiet: true });
-  log(`node-linux-${nodeArch}@${nodeVersion} and npm@${NPM_MAJOR} from npm`);
-  sh('npm', ['pack', '--silent', '--pack-destination', dir, `node-linux-${nodeArch}@${nodeVersion}`, `npm@${NPM_MAJOR}`], { quiet: true });
+  log(`${node.name}@${nodeVersion} and npm@${NPM_MAJOR} from npm`);
+  sh('npm', ['pack', '--silent', '--pack-destination', dir, `${node.name}@${nodeVersion}`, `npm@${NPM_MAJOR}`], { quiet: true });
+  const tarball = (prefix) => join(dir, readdirSync(dir).find((f) => f.startsWith(prefix) && f.endsWith('.tgz')));
+  // why: the stand-in carries the very bytes `npm ci` installs for the tests, not whatever the registry serves now.
+  const integrity = `sha512-${createHash('sha512').update(readFileSync(tarball(`${node.name}-`))).digest('base64')}`;
+  if (integrity !== node.integrity) fail(`${node.name}@${nodeVersion} from npm is ${integrity}; package-lock.json pins ${node.integrity}`);
   for (const [prefix, target] of [
-    [`node-linux-${nodeArch}-`, 'node-pkg'],
+    [`${node.name}-`, 'node-pkg'],
     [`npm-${NPM_MAJOR}.`, 'npm-pkg'],
   ]) {
-    const tarball = readdirSync(dir).find((f) => f.startsWith(prefix) && f.endsWith('.tgz'));
     mkdirSync(join(dir, target));
-    sh('tar', ['xzf', join(dir, tarball), '-C', join(dir, target)]);
+    sh('tar', ['xzf', tarball(prefix), '-C', join(dir, target)]);
   }
   sh('sh', [
     '-ec',

@@ -17,7 +17,7 @@ import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { parse as parseYaml } from 'yaml';
-import { ensureBaseImage } from './base-image.mjs';
+import { ensureBaseImage, lockedNode } from './base-image.mjs';
 import { appProblems, writableByApp } from './image-contents.mjs';
 import { buildMounts, buildTarget, HOST_FROM_CONTAINER, mountImage, PORTS, removeLeftovers, runContainer, startRedis } from './podman.mjs';
 import { cleanUp, fail, Failure, has, http, log, out, ROOT, seconds, sh, waitFor } from './shell.mjs';
@@ -50,11 +50,11 @@ function readRepository() {
   const match = /^node:(\d+)-([a-z]+)-slim$/.exec(base);
   if (!match) fail(`docker/Dockerfile: the base ${base} is not node:<major>-<debian suite>-slim, which this script knows how to stand in for`);
   const lock = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8'));
-  const nodeVersion = lock.packages['node_modules/node']?.version;
-  if (!nodeVersion) fail('package-lock.json has no node_modules/node: the `node` dev dependency is the Node the base image stands in with');
+  const node = lockedNode(lock);
+  const nodeVersion = node.version;
   if (nodeVersion.split('.')[0] !== match[1]) fail(`the tests run Node ${nodeVersion} but docker/Dockerfile builds on ${base}`);
   const compose = parseYaml(readFileSync(join(ROOT, 'docker/compose.yaml'), 'utf8'));
-  return { base, suite: match[2], nodeVersion, lock, compose };
+  return { base, suite: match[2], node, nodeVersion, lock, compose };
 }
 
 /** Undefined when everything is there (installed from Debian when missing and root), else what is missing. */
@@ -84,7 +84,7 @@ async function main() {
   }
   if (process.getuid?.() !== 0) log('not root: rootless podman must be set up already, and a missing base image cannot be made (debootstrap needs root)');
 
-  await step(`base image ${repo.base} (Node ${repo.nodeVersion})`, () => ensureBaseImage(repo.base, repo.suite, repo.nodeVersion));
+  await step(`base image ${repo.base} (Node ${repo.nodeVersion})`, () => ensureBaseImage(repo.base, repo.suite, repo.node));
   removeLeftovers();
   const mounts = buildMounts();
   const images = {};

@@ -1,0 +1,355 @@
+import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { DelayedError, Job, Queue, QueueEvents, Worker, WaitingError } from 'bullmq';
+import IORedis from 'ioredis';
+import type { Config } from '@app/config';
+import { BULL_STRUCTURES, bullKey, type JobData, queuePrefix, SCHEDULED_JOB_ID, scheduledJobId, schedulerId } from '@app/queue';
+import { JobStore } from '../apps/api/src/jobs/job-store';
+import { type QueueJob, SlotWorker } from '../apps/worker/src/processor/slot-worker';
+import { Slots } from '../apps/worker/src/processor/slots';
+import { uniquePrefix } from './support/apps';
+import { sleep, waitFor } from './support/wait';
+
+/**
+ * What this service assumes about BullMQ beyond its documented API, checked against a real Redis:
+ * the protected Worker methods SlotWorker overrides and how the main loop calls them, the job hash
+ * fields JobStore reads, the error code of removing a scheduler's next job, the ids and key layout
+ * queue.keys.ts computes, deduplication, and which events QueueEvents emits. package.json pins
+ * bullmq exactly because of these; when upgrading it, run this test first (README, "Upgrading
+ * BullMQ"). Each failure names the assumption that broke and the code that relies on it.
+ *
+ * It starts no process: BullMQ queues and workers on E2E_REDIS_URL under a key prefix of its own,
+ * all closed and their keys deleted in afterAll, however far a test got.
+ */
+
+const BULLMQ = (JSON.parse(readFileSync(join(__dirname, '../node_modules/bullmq/package.json'), 'utf8')) as { version: string }).version;
+
+/** Fails naming the broken assumption, what relies on it, and what BullMQ did instead. */
+function assume(holds: boolean, assumption: string, seen: string): void {
+  if (!holds) throw new Error(`bullmq ${BULLMQ} breaks an assumption: ${assumption}\n  seen instead: ${seen}`);
+}
+
+/** Like assume, for what must happen within `timeoutMs`; `seen` is read when it did not. */
+async function assumeWithin(check: () => Promise<boolean> | boolean, timeoutMs: number, assumption: string, seen: () => string): Promise<void> {
+  const happened = await waitFor(check, { timeoutMs }).then(
+    () => true,
+    () => false,
+  );
+  if (!happened) assume(false, assumption, `after ${timeoutMs} ms, ${seen()}`);
+}
+
+const DATA: JobData = { inputJson: '{}', version: 1, key: 'k' };
+
+describe(`BullMQ internals this service relies on (bullmq ${BULLMQ})`, () => {
+  const url = process.env.E2E_REDIS_URL!;
+  const prefix = uniquePrefix('bullmq-internals');
+  // why maxRetriesPerRequest null: BullMQ's requirement for a connection it is handed.
+  const connection = new IORedis(url, { maxRetriesPerRequest: null });
+  const closers: Array<() => Promise<unknown>> = [];
+  const queue = (name: string) => {
+    const q = new Queue<JobData, unknown, string>(name, { connection, prefix: queuePrefix(prefix, name) });
+    closers.push(() => q.close());
+    return q;
+  };
+  const workerOptions = (name: string) => ({ connection, prefix: queuePrefix(prefix, name) });
+  // why force: a worker whose test failed may wait for a slot forever; closing must not wait for it.
+  const closeLater = <T extends Worker>(worker: T): T => {
+    closers.push(() => worker.close(true));
+    return worker;
+  };
+  /** A worker that runs nothing by itself: the test takes jobs with getNextJob and finishes them. */
+  const manualWorker = (name: string) => closeLater(new Worker<JobData, unknown, string>(name, null, { ...workerOptions(name), autorun: false }));
+  const take = (worker: Worker, token: string) => worker.getNextJob(token, { block: false }) as Promise<QueueJob>;
+  // why no job queues, cache or full config: read() given the state and queue, and removeQueued(), use only Redis and the prefix.
+  const store = new JobStore(undefined as never, connection, undefined as never, { redisPrefix: prefix } as Config);
+
+  afterAll(async () => {
+    // Last opened first: workers before their queues, QueueEvents before their connections.
+    for (const close of closers.reverse()) await close().catch(() => undefined);
+    try {
+      let cursor = '0';
+      do {
+        const [next, keys] = await connection.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+        cursor = next;
+        if (keys.length > 0) await connection.unlink(...keys);
+      } while (cursor !== '0');
+    } finally {
+      connection.disconnect();
+    }
+  });
+
+  describe('SlotWorker (apps/worker/src/processor/slot-worker.ts)', () => {
+    interface Run {
+      queue: string;
+      name: string;
+      token: string;
+      attemptsStarted: number;
+    }
+
+    /** SlotWorkers over `queues` sharing `slots`; each job takes `ms`, and `first` decides what its first attempt does. */
+    function slotWorkers(queues: string[], slots: Slots, ms: number, first: (job: QueueJob, token: string) => Promise<void> = async () => undefined) {
+      const runs: Run[] = [];
+      let running = 0;
+      let most = 0;
+      for (const name of queues) {
+        const worker = new SlotWorker(
+          name,
+          async (job, token) => {
+            running++;
+            most = Math.max(most, running);
+            runs.push({ queue: name, name: job.name, token: token!, attemptsStarted: job.attemptsStarted });
+            try {
+              if (job.attemptsStarted === 1) await first(job, token!);
+              await sleep(ms);
+            } finally {
+              running--;
+            }
+          },
+          workerOptions(name),
+          slots,
+        );
+        closeLater(worker.on('error', () => undefined));
+      }
+      return { runs, most: () => most };
+    }
+
+    /** Samples `slots` for half a second: an idle worker may touch its slot briefly when its block for a job times out. */
+    async function heldWhileIdle(slots: Slots): Promise<number> {
+      let held = 0;
+      for (let i = 0; i < 50; i++, await sleep(10)) held += slots.inUse;
+      return held / 50;
+    }
+
+    it('fetches through moveToActive and chains jobs on one token, also after a DelayedError or WaitingError; an idle queue holds no slot', async () => {
+      const q = queue('slots-one');
+      for (const name of ['delayed', 'handed-back', 'plain', 'plain']) await q.add(name, DATA);
+      const slots = new Slots(1);
+      const { runs } = slotWorkers([q.name], slots, 10, async (job, token) => {
+        // As job-processor.ts does for a newer version's job, and for a job handed back at shutdown.
+        if (job.name === 'delayed') {
+          await job.moveToDelayed(Date.now() + 300, token);
+          throw new DelayedError();
+        }
+        if (job.name === 'handed-back') {
+          await job.moveToWait(token);
+          throw new WaitingError();
+        }
+      });
+      await assumeWithin(
+        async () => (await q.getJobCountByTypes('completed')) === 4,
+        15_000,
+        'with one slot, 4 jobs (one throwing DelayedError, one WaitingError) all complete: BullMQ re-fetches after those errors and chains ' +
+          'the next job on the same token (handleFailed → moveToActive, processJob), and calls the moveToActive/processJob SlotWorker ' +
+          'overrides; SlotWorker keys its slot by token, so a new token waits forever for the slot the old one holds',
+        () => `runs ${JSON.stringify(runs)}, slot in use ${slots.inUse}`,
+      );
+
+      /** The run after the first run of job `name`, and whether it came on the same token. */
+      const chained = (name: string) => {
+        const i = runs.findIndex((r) => r.name === name);
+        return { same: i >= 0 && runs[i + 1]?.token === runs[i].token, seen: JSON.stringify(runs.slice(i, i + 2)) };
+      };
+      const [delayed, handedBack, plain] = [chained('delayed'), chained('handed-back'), chained('plain')];
+      assume(
+        delayed.same,
+        'after a job throws DelayedError, handleFailed fetches the next job with moveToActive(token) on the same token (SlotWorker.moveToActive: a held token is "inherited" and takes no second slot)',
+        delayed.seen,
+      );
+      assume(
+        handedBack.same,
+        'after a job throws WaitingError, handleFailed fetches the next job with moveToActive(token) on the same token (SlotWorker.moveToActive)',
+        handedBack.seen,
+      );
+      assume(
+        plain.same,
+        'a completed job chains the next one: processJob resolves with it, fetched on the same token (SlotWorker.processJob keeps the slot with the token)',
+        plain.seen,
+      );
+      const pickups = Object.fromEntries(['plain', 'delayed', 'handed-back'].map((name) => [name, runs.filter((r) => r.name === name).map((r) => r.attemptsStarted)]));
+      assume(
+        JSON.stringify(pickups) === JSON.stringify({ plain: [1, 1], delayed: [1, 2], 'handed-back': [1, 2] }),
+        "job.attemptsStarted is 1 on a job's first pickup and counts every pickup, a delayed or handed-back one's too (job-processor.ts: the waited metric counts first pickups only)",
+        JSON.stringify(pickups),
+      );
+      await assumeWithin(
+        () => slots.inUse === 0,
+        10_000,
+        "a token's chain of jobs ends with processJob resolving without a next job, and SlotWorker gives its slot back",
+        () => `slot in use ${slots.inUse}`,
+      );
+      const held = await heldWhileIdle(slots);
+      assume(
+        held < 0.5,
+        'an idle worker waits for a job (waitForJob) before it calls moveToActive, so a queue with nothing to do holds no slot (SlotWorker: the slot is taken just before moveToActive)',
+        `the slot was held ${Math.round(held * 100)}% of half a second with the queue empty`,
+      );
+    });
+
+    it('with one slot shared by two queues, runs one job at a time and hands the slot over while the other queue waits', async () => {
+      const [a, b] = [queue('slots-a'), queue('slots-b')];
+      for (let i = 0; i < 3; i++) await Promise.all([a.add('plain', DATA), b.add('plain', DATA)]);
+      const slots = new Slots(1);
+      const { runs, most } = slotWorkers([a.name, b.name], slots, 30);
+      await assumeWithin(
+        async () => (await a.getJobCountByTypes('completed')) + (await b.getJobCountByTypes('completed')) === 6,
+        15_000,
+        'two SlotWorkers sharing one slot complete all 6 jobs of their queues: BullMQ chains and re-fetches on the token that holds the slot',
+        () => `runs ${JSON.stringify(runs)}, slot in use ${slots.inUse}`,
+      );
+      assume(
+        most() === 1,
+        'BullMQ takes every job through the overridden moveToActive, so two SlotWorkers sharing one slot never run two jobs at once',
+        `${most()} jobs ran at once`,
+      );
+      const order = runs.map((r) => r.queue);
+      assume(
+        order.every((name, i) => i === 0 || name !== order[i - 1]),
+        "processJob honours the fetchNext callback SlotWorker passes (false while another queue waits for a slot): the finished job's slot goes to the waiting queue instead of to its own next job",
+        order.join(', '),
+      );
+    });
+  });
+
+  describe('the job hash JobStore reads with HMGET (apps/api/src/jobs/job-store.ts)', () => {
+    it('gives the same record as Job.fromId, waiting, active, completed and failed', async () => {
+      const q = queue('fields');
+      const worker = manualWorker(q.name);
+      const compare = async (id: string, state: string) => {
+        const job = (await Job.fromId(q, id))!;
+        const expected = {
+          name: job.name,
+          timestamp: job.timestamp,
+          progress: job.progress,
+          attemptsStarted: job.attemptsStarted,
+          attemptsMade: job.attemptsMade,
+          processedOn: job.processedOn,
+          finishedOn: job.finishedOn,
+          failedReason: job.failedReason,
+          returnvalue: job.returnvalue ?? undefined,
+        };
+        const { record } = await store.read(id, state, q);
+        const seen = { ...record };
+        delete seen.id;
+        for (const [field, value] of Object.entries(expected)) {
+          assume(
+            JSON.stringify(seen[field as keyof typeof seen]) === JSON.stringify(value),
+            `JobStore.read maps BullMQ's job hash fields (FIELDS: name, timestamp, progress, ats, atm/attemptsMade, processedOn, finishedOn, failedReason, returnvalue) to what Job.fromId reports; "${field}" of a ${state} job differs (a field renamed or re-encoded? see rawToJobJson in BullMQ's Redis backend)`,
+            `JobStore ${JSON.stringify(seen[field as keyof typeof seen])}, Job.fromId ${JSON.stringify(value)}`,
+          );
+        }
+      };
+      // UUIDs, as the API gives: JobStore reads no other ids but a schedule's.
+      const ok = await q.add('ok', DATA, { jobId: randomUUID() });
+      const bad = await q.add('bad', DATA, { jobId: randomUUID(), attempts: 1 });
+      await compare(ok.id!, 'waiting');
+
+      const active = await take(worker, 't1');
+      await active.updateProgress(42);
+      await compare(ok.id!, 'active');
+      await active.moveToCompleted({ answer: 42 }, 't1', false);
+      await compare(ok.id!, 'completed');
+
+      const failing = await take(worker, 't2');
+      await failing.moveToFailed(new Error('boom'), 't2', false);
+      assume((await q.getJobState(bad.id!)) === 'failed', 'a job with attempts 1 is failed after one failed attempt', await q.getJobState(bad.id!));
+      await compare(bad.id!, 'failed');
+    });
+  });
+
+  describe('job schedulers (job-store.ts, libs/queue/src/queue.keys.ts)', () => {
+    it("names a scheduler's next job repeat:<scheduler>:<ms>, and queue.remove of it rejects with code -8", async () => {
+      const q = queue('schedules');
+      const id = schedulerId('sum', 'nightly');
+      await q.upsertJobScheduler(id, { every: 3_600_000 }, { name: 'sum', data: DATA });
+      const scheduler = await q.getJobScheduler(id);
+      const [next] = await q.getJobs(['delayed', 'waiting', 'prioritized']);
+      assume(
+        next?.id === scheduledJobId(id, Number(scheduler?.next)) && SCHEDULED_JOB_ID.test(next.id),
+        "a scheduler's job has the id repeat:<scheduler>:<due ms> (scheduledJobId, SCHEDULED_JOB_ID: job-store.ts accepts only these and UUIDs as job ids)",
+        `job id ${next?.id}, scheduler next ${scheduler?.next}`,
+      );
+      const code = await q.remove(next.id!).then(
+        (result) => `resolved with ${result}`,
+        (error: { code?: number }) => error.code,
+      );
+      assume(code === -8, "queue.remove of a scheduler's next job rejects with code -8 (job-store.ts SCHEDULER_JOB: a cancel then promotes the job instead)", String(code));
+      expect(await store.removeQueued(next.id!, q)).toBe(false);
+      expect(await q.getJobState(next.id!)).toBe('waiting');
+    });
+  });
+
+  describe('keys and counts (libs/queue/src/queue.keys.ts: KEDA triggers, metrics and tests read them)', () => {
+    it('keeps each state where bullKey and BULL_STRUCTURES say, the job hash at queue.toKey(id), and counts the backlog with getJobCountByTypes', async () => {
+      const q = queue('keys');
+      const worker = manualWorker(q.name);
+      const [, waiting] = [await q.add('a', DATA), await q.add('b', DATA)];
+      await q.add('c', DATA, { priority: 5 });
+      await q.add('d', DATA, { delay: 3_600_000 });
+      await take(worker, 't1');
+      const expected = { [BULL_STRUCTURES.waiting]: 'list', [BULL_STRUCTURES.prioritized]: 'zset', [BULL_STRUCTURES.delayed]: 'zset', [BULL_STRUCTURES.active]: 'list', events: 'stream' };
+      for (const [structure, type] of Object.entries(expected)) {
+        const key = bullKey(prefix, q.name, structure);
+        const seen = await connection.type(key);
+        const size = seen === 'list' ? await connection.llen(key) : seen === 'zset' ? await connection.zcard(key) : await connection.xlen(key);
+        assume(seen === type && size >= 1, `BullMQ keeps "${structure}" as a ${type} at ${key} (bullKey: <prefix>:{<queue>}:<queue>:<structure>)`, `${seen} of ${size}`);
+      }
+      const hash = bullKey(prefix, q.name, waiting.id!);
+      assume(
+        q.toKey(waiting.id!) === hash && (await connection.type(hash)) === 'hash',
+        "a job's hash is at queue.toKey(id) = bullKey(prefix, queue, id) (job-store.ts, queue.providers.ts locate, replica-ack.ts WAIT on it)",
+        `${q.toKey(waiting.id!)} (${await connection.type(q.toKey(waiting.id!))})`,
+      );
+      const backlog = await q.getJobCountByTypes('waiting', 'prioritized');
+      assume(backlog === 2, "getJobCountByTypes('waiting', 'prioritized') counts the jobs no worker holds yet, delayed ones not (backlog.ts, MAX_BACKLOG)", String(backlog));
+    });
+  });
+
+  describe('deduplication (apps/api/src/jobs/new-job.ts, jobs.service.ts)', () => {
+    it("add returns the existing job's id while it is queued or running, and a new job once it has completed", async () => {
+      const q = queue('dedup');
+      const worker = manualWorker(q.name);
+      const opts = (jobId: string) => ({ jobId, deduplication: { id: 'same-input' } });
+      const first = await q.add('t', DATA, opts('first'));
+      const joined = await q.add('t', DATA, opts('second'));
+      assume(joined.id === first.id, "add of a job whose deduplication id is in flight returns the existing job, so its id differs from the one asked for (jobs.service.ts: id !== newId means joined)", String(joined.id));
+      const active = await take(worker, 't1');
+      const joinedRunning = await q.add('t', DATA, opts('third'));
+      assume(joinedRunning.id === first.id, 'a running job is still joined', String(joinedRunning.id));
+      await active.moveToCompleted('done', 't1', false);
+      const after = await q.add('t', DATA, opts('fourth'));
+      assume(after.id === 'fourth', 'the deduplication id is released when the job completes, so the next submission is a job of its own (new-job.ts)', String(after.id));
+    });
+  });
+
+  describe('QueueEvents (apps/api/src/jobs/job-events.ts)', () => {
+    it('emits "failed" only when a job fails for good (a retry is "delayed"), "completed" when it completes, "removed" when it is removed', async () => {
+      const q = queue('events');
+      const worker = manualWorker(q.name);
+      const reader = new IORedis(url, { maxRetriesPerRequest: null });
+      closers.push(async () => reader.disconnect());
+      const events = new QueueEvents(q.name, { connection: reader, prefix: queuePrefix(prefix, q.name) });
+      closers.push(() => events.close());
+      const seen: string[] = [];
+      for (const event of ['completed', 'failed', 'delayed', 'removed'] as const) events.on(event, ({ jobId }: { jobId: string }) => seen.push(`${event} ${jobId}`));
+      await events.waitUntilReady();
+      // QueueEvents reads the stream from where it stood when it started; these jobs' events come after.
+      await q.add('retried', DATA, { jobId: 'retried', attempts: 2, backoff: { type: 'fixed', delay: 1 } });
+      await (await take(worker, 't1')).moveToFailed(new Error('once'), 't1', false);
+      // Fetching promotes the retry once it is due.
+      const retry = await waitFor(() => take(worker, 't2'), { what: 'the retry of a failed attempt' });
+      await retry.moveToFailed(new Error('twice'), 't2', false);
+      await q.add('done', DATA, { jobId: 'done' });
+      await (await take(worker, 't3')).moveToCompleted('ok', 't3', false);
+      await q.add('gone', DATA, { jobId: 'gone', delay: 3_600_000 });
+      await q.remove('gone');
+      await assumeWithin(() => seen.includes('removed gone'), 10_000, 'QueueEvents emits "removed" for a removed job (job-events.ts: a cancel settles its watchers)', () => seen.join(', '));
+      const expected = ['delayed retried', 'failed retried', 'completed done', 'delayed gone', 'removed gone'];
+      assume(
+        JSON.stringify(seen) === JSON.stringify(expected),
+        'QueueEvents emits "failed" once, when the job fails for good (a failed attempt that will be retried is "delayed"), and "completed" and "removed" (job-events.ts: a "failed" event settles watchers with the final state)',
+        seen.join(', '),
+      );
+    });
+  });
+});
