@@ -21,13 +21,30 @@ const shared = {
   testEnvironment: 'node',
 };
 
+/**
+ * The suites that load both cores or time what they measure: `npm test` runs them one at a time, in
+ * this order, in a lane of their own beside the others (see scripts/test.mjs and
+ * test/support/sequencer.js). The two heaviest come last, when the other lane is usually done.
+ * TEST_LANE picks a lane; unset, every suite runs (`npx jest` alone, or a path).
+ */
+const SERIAL = ['test/queues', 'test/chaos/', 'test/input/fuzz', 'test/isolation', 'test/template', 'test/bench-smoke'];
+const lane = process.env.TEST_LANE;
+// why through the environment: the sequencer runs in Jest's process but reads no config of ours.
+process.env.TEST_SERIAL_ORDER = SERIAL.join(',');
+if (lane !== undefined && lane !== 'serial' && lane !== 'parallel') throw new Error(`TEST_LANE must be serial or parallel, not "${lane}"`);
+const serial = `/(${SERIAL.map((s) => s.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')).join('|')})`;
+// The other lane's suites, as Jest's ignore patterns (full paths).
+const laneIgnore = lane === undefined ? [] : lane === 'serial' ? [`^(?!.*${serial})`] : [serial];
+
 module.exports = {
+  testSequencer: '<rootDir>/test/support/sequencer.js',
   projects: [
-    { ...shared, displayName: 'unit', testMatch: ['<rootDir>/{apps,libs}/**/*.spec.ts'] },
+    { ...shared, displayName: 'unit', testMatch: ['<rootDir>/{apps,libs}/**/*.spec.ts'], testPathIgnorePatterns: ['/node_modules/', ...laneIgnore] },
     {
       ...shared,
       displayName: 'e2e',
       testMatch: ['<rootDir>/test/**/*.e2e-spec.ts'],
+      testPathIgnorePatterns: ['/node_modules/', ...laneIgnore],
       globalSetup: '<rootDir>/test/support/global-setup.ts',
       globalTeardown: '<rootDir>/test/support/global-teardown.ts',
       slowTestThreshold: 30,

@@ -1,6 +1,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { SentinelSet } from './support/redis-ha';
+import { runEnv } from './support/test-run';
 import { freePort } from './support/wait';
 
 const ROOT = join(__dirname, '..');
@@ -16,10 +17,15 @@ describe('start-up configuration', () => {
     ['worker', { REDIS_SENTINELS: '127.0.0.1:26379' }, 'REDIS_SENTINEL_NAME'],
     ['api', { REDIS_CLUSTER_NODES: 'node-a:7000,node-b' }, 'REDIS_CLUSTER_NODES'],
     ['worker', { CACHE_REDIS_URL: 'redis://cache:6379', CACHE_REDIS_CLUSTER_NODES: 'cache-0:7000' }, 'CACHE_REDIS_URL'],
+    ['api', { API_KEYS: 'alice=key-a-0123456789abcdef' }, 'API_KEYS'],
+    ['api', { ADMIN_API_KEYS: `ops=${'a'.repeat(64)}` }, 'ADMIN_API_KEYS'],
+    ['api', { TRUSTED_PROXIES: '10.0.0.0/8,ingress.internal' }, 'TRUSTED_PROXIES'],
+    ['api', { TRUST_PROXY_HOPS: '1' }, 'TRUST_PROXY_HOPS'],
+    ['api', { NODE_ENV: 'production', API_KEYS: 'web=9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08', QUEUE_DASHBOARD: 'true' }, 'QUEUE_DASHBOARD'],
   ])('%s refuses %j', (app, env, name) => {
     const result = spawnSync(process.execPath, [`dist/apps/${app}/src/main.js`], {
       cwd: ROOT,
-      env: { PATH: process.env.PATH, ...env },
+      env: { PATH: process.env.PATH, ...runEnv(), ...env },
       encoding: 'utf8',
       timeout: 15_000,
     });
@@ -33,7 +39,7 @@ describe('start-up configuration', () => {
 function runToExit(app: string, env: Record<string, string>, timeoutMs: number): Promise<{ status: number | null; stderr: string; ms: number }> {
   const t0 = Date.now();
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [`dist/apps/${app}/src/main.js`], { cwd: ROOT, env: { PATH: process.env.PATH, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn(process.execPath, [`dist/apps/${app}/src/main.js`], { cwd: ROOT, env: { PATH: process.env.PATH, ...runEnv(), ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
     let stderr = '';
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);

@@ -1,19 +1,22 @@
+import { randomBytes } from 'node:crypto';
 import { AppProcess, startAll, startApp, stackEnv } from './support/apps';
 import { request } from './support/http';
 
-const KEY = `dashboard-e2e-${'k'.repeat(20)}`;
+const KEY = randomBytes(32).toString('hex');
+const CLIENT_KEY = randomBytes(32).toString('hex');
 const DASHBOARD = '/admin/queues';
 
 /**
  * The queue dashboard (Bull Board, QUEUE_DASHBOARD=true): every queue the job types use, behind
- * the API keys (a header, or the cookie /admin/login exchanges a key for), read-only unless
+ * the admin keys (a header, or the cookie /admin/login exchanges a key for), read-only unless
  * QUEUE_DASHBOARD_READONLY=false. Two APIs on one key prefix: read-only and not.
  */
 describe('queue dashboard', () => {
   let readOnly: AppProcess;
   let writable: AppProcess;
-  const env = stackEnv('dashboard', { API_KEYS: `ops=${KEY}`, QUEUE_DASHBOARD: 'true' });
+  const env = stackEnv('dashboard', { API_KEYS: `web=${CLIENT_KEY}`, ADMIN_API_KEYS: `ops=${KEY}`, QUEUE_DASHBOARD: 'true' });
   const auth = { 'x-api-key': KEY };
+  const client = { 'x-api-key': CLIENT_KEY };
   const paused = async (api: AppProcess, queue: string) => {
     const { body } = await request(`${api.url}${DASHBOARD}/api/queues`, { headers: auth });
     return (body.queues as Array<{ name: string; isPaused: boolean }>).find((q) => q.name === queue)!.isPaused;
@@ -27,13 +30,15 @@ describe('queue dashboard', () => {
     await Promise.all([readOnly?.stop(), writable?.stop()]);
   });
 
-  it('needs an API key: 401 without one, a sign-in page for a browser', async () => {
+  it('needs an admin key: 401 without one, 403 for a client key, a sign-in page for a browser', async () => {
     for (const path of [DASHBOARD, `${DASHBOARD}/api/queues`, `${DASHBOARD}/static/favicon-32x32.png`]) {
       const open = await request(`${readOnly.url}${path}`);
       expect({ path, status: open.status, code: open.body?.code }).toEqual({ path, status: 401, code: 'UNAUTHORIZED' });
       expect(open.headers.get('www-authenticate')).toMatch(/^Bearer/);
       const wrong = await request(`${readOnly.url}${path}`, { headers: { 'x-api-key': `${KEY}x` } });
       expect(wrong.status).toBe(401);
+      const clientKey = await request(`${readOnly.url}${path}`, { headers: client });
+      expect({ path, status: clientKey.status, code: clientKey.body?.code }).toEqual({ path, status: 403, code: 'FORBIDDEN' });
     }
     const browser = await fetch(`${readOnly.url}${DASHBOARD}`, { headers: { accept: 'text/html,application/xhtml+xml' } });
     expect(browser.status).toBe(401);
@@ -44,7 +49,7 @@ describe('queue dashboard', () => {
   });
 
   it('lists every queue a job type uses, with the key in either header', async () => {
-    const types: Array<{ type: string; queue: string }> = (await request(`${readOnly.url}/v1/job-types`, { headers: auth })).body;
+    const types: Array<{ type: string; queue: string }> = (await request(`${readOnly.url}/v1/job-types`, { headers: client })).body;
     const page = await fetch(`${readOnly.url}${DASHBOARD}`, { headers: { authorization: `Bearer ${KEY}` } });
     expect(page.status).toBe(200);
     expect(await page.text()).toContain('<div id="root">');
@@ -67,7 +72,7 @@ describe('queue dashboard', () => {
     expect(await paused(readOnly, 'default')).toBe(false);
   });
 
-  it('signs a browser in with a key: an HttpOnly, SameSite=Strict cookie for the dashboard and the docs, not for /v1', async () => {
+  it('signs a browser in with an admin key: an HttpOnly, SameSite=Strict cookie for the dashboard and the docs, not for /v1, until it signs out', async () => {
     const form = (key: string, next: string) => ({
       method: 'POST',
       redirect: 'manual' as const,
@@ -82,10 +87,11 @@ describe('queue dashboard', () => {
     expect(login.status).toBe(303);
     expect(login.headers.get('location')).toBe(DASHBOARD);
     const setCookie = login.headers.get('set-cookie')!;
-    expect(setCookie).toMatch(/^nest_offload_admin=[\w-]+\.\d+\.[\w-]+; Path=\/; Max-Age=28800; HttpOnly; SameSite=Strict$/);
+    // Outside production: no __Host- prefix and no Secure, so a development server over plain http works.
+    expect(setCookie).toMatch(/^nest_offload_admin=[\w-]{43}; Path=\/; Max-Age=28800; HttpOnly; SameSite=Strict$/);
     const cookie = { cookie: setCookie.split(';')[0] };
 
-    // Any replica with the same keys accepts it.
+    // Any replica on the same Redis accepts it.
     expect((await request(`${readOnly.url}${DASHBOARD}/api/queues`, { headers: cookie })).status).toBe(200);
     expect((await request(`${readOnly.url}/docs-json`, { headers: cookie })).status).toBe(200);
     expect((await request(`${readOnly.url}/v1/job-types`, { headers: cookie })).status).toBe(401);
@@ -103,6 +109,7 @@ describe('queue dashboard', () => {
     }
     const logout = await fetch(`${writable.url}/admin/logout`, { method: 'POST', redirect: 'manual', headers: cookie });
     expect(logout.headers.get('set-cookie')).toMatch(/^nest_offload_admin=; Path=\/; Max-Age=0/);
+    expect((await request(`${readOnly.url}${DASHBOARD}/api/queues`, { headers: cookie })).status).toBe(401);
   });
 
   it('serves its page under a policy that lets it run its own scripts only', async () => {
@@ -112,6 +119,6 @@ describe('queue dashboard', () => {
     expect(csp).toContain("frame-ancestors 'none'");
     expect(csp).not.toContain('unsafe-eval');
     // The API's own routes keep the API's policy.
-    expect((await fetch(`${readOnly.url}/v1/job-types`, { headers: auth })).headers.get('content-security-policy')).toBe("default-src 'none'; frame-ancestors 'none'");
+    expect((await fetch(`${readOnly.url}/v1/job-types`, { headers: client })).headers.get('content-security-policy')).toBe("default-src 'none'; frame-ancestors 'none'");
   });
 });

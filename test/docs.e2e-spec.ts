@@ -1,8 +1,9 @@
+import { randomBytes } from 'node:crypto';
 import { AppProcess, startAll, startApp, stackEnv } from './support/apps';
 import { request } from './support/http';
 import { DocumentSchemas, OpenApiDocument, validateOpenApi } from './support/openapi';
 
-const KEY = `docs-e2e-${'k'.repeat(24)}`;
+const KEY = randomBytes(32).toString('hex');
 const auth = { 'x-api-key': KEY };
 
 /**
@@ -76,7 +77,7 @@ describe('API docs', () => {
     expect(submit.security).toEqual([{ bearer: [] }, { apiKey: [] }]);
     expect(doc.paths['/health/live'].get.security).toBeUndefined();
     expect(submit.parameters).toEqual(expect.arrayContaining([expect.objectContaining({ name: 'Prefer', in: 'header' })]));
-    expect(Object.keys(submit.responses).sort()).toEqual(['200', '202', '400', '401', '404', '413', '415', '422', '429', '503']);
+    expect(Object.keys(submit.responses).sort()).toEqual(['200', '202', '400', '401', '403', '404', '413', '415', '422', '429', '503']);
     expect(submit.responses['400'].content!['application/problem+json'].schema).toEqual({ $ref: '#/components/schemas/Problem' });
     expect(Object.keys(doc.paths['/v1/jobs/{id}/events'].get.responses['200'].content!)).toEqual(['text/event-stream']);
   });

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import IORedis from 'ioredis';
 import { allJobs, canonicalJson } from '@app/jobs';
 import { queueKeys } from '@app/queue';
@@ -6,8 +7,8 @@ import { AppProcess, startApp, startStack, stackEnv } from './support/apps';
 import { Reply, request, submit } from './support/http';
 import { waitFor } from './support/wait';
 
-const WEB = 'web-key-0123456789abcdef';
-const OTHER = 'other-key-0123456789abcdef';
+const WEB = randomBytes(32).toString('hex');
+const OTHER = randomBytes(32).toString('hex');
 const chaosInput = allJobs.find((def) => def.name === 'chaos')!.input;
 
 /** Idempotency-Key on POST /v1/jobs/{type}, across two API replicas and a worker, with API keys on. */

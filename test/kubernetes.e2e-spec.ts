@@ -386,10 +386,14 @@ describe.each(PRODUCTION)('%s: external Redis, more replicas, disruption budgets
     expect(prod.examples.length).toBeGreaterThan(0);
   });
 
-  it('runs the API with API keys from a Secret, its docs behind them, the queue dashboard off, and pinned images', () => {
+  it('runs the API with client and admin keys from a Secret, its docs behind them, the queue dashboard off, and pinned images', () => {
     const env = prod.env(prod.api);
     const config = prod.config(prod.api);
     expect(config.apiKeys.length).toBeGreaterThan(0);
+    expect(config.adminApiKeys.length).toBeGreaterThan(0);
+    expect(prod.env(prod.api).ADMIN_API_KEYS).toBe(prod.secret('nest-offload-api-keys')?.ADMIN_API_KEYS);
+    // Client addresses come from the ingress controller's X-Forwarded-For (networkpolicy.yaml admits only it, monitoring and KEDA).
+    expect(config.trustedProxies.length).toBeGreaterThan(0);
     expect(env.ALLOW_UNAUTHENTICATED ?? 'false').toBe('false');
     expect({ docs: config.apiDocs, dashboard: config.queueDashboard, readOnly: config.queueDashboardReadOnly }).toEqual({ docs: true, dashboard: false, readOnly: true });
     for (const app of apps()) expect(app.spec.template.spec.containers[0].image).toMatch(/^[\w.-]+\/[\w./-]+:(?!latest$)[\w.-]+$/);
@@ -436,14 +440,34 @@ describe.each(PRODUCTION)('%s: external Redis, more replicas, disruption budgets
     const outside = { outside: true } as const;
     const webhooks = usesComponent(prod, 'webhooks');
 
-    it("let only the API's port be reached from outside the namespace, and probes and metrics from monitoring", () => {
+    it("let the API's port be reached only from the ingress controller, monitoring and KEDA, and the workers' only from monitoring", () => {
+      // KEDA's metrics-api triggers read the API's /metrics through its Service, from KEDA's namespace.
+      const kedaReadsApi = prod.ofKind<ScaledObject>('ScaledObject').some((s) => s.spec.triggers.some((t) => t.type === 'metrics-api'));
+      expect(kedaReadsApi).toBe(true);
       for (const app of apps()) {
         const to = { pod: prod.pod(app), namespaceLabels: { 'kubernetes.io/metadata.name': prod.namespace } };
         const port = appPort(app);
         const isApi = app === prod.api;
-        expect({ app: where(app), fromElsewhere: allows(policies(), from('elsewhere'), to, port) }).toEqual({ app: where(app), fromElsewhere: isApi });
-        expect({ app: where(app), fromOutside: allows(policies(), outside, to, port) }).toEqual({ app: where(app), fromOutside: isApi });
-        expect(allows(policies(), from('monitoring'), to, port)).toBe(true);
+        const reach = (source: Endpoint) => allows(policies(), source, to, port);
+        expect({
+          app: where(app),
+          ingressController: reach(from('ingress-nginx')),
+          keda: reach(from('keda')),
+          monitoring: reach(from('monitoring')),
+          elsewhere: reach(from('elsewhere')),
+          sameNamespace: reach(from(prod.namespace)),
+          outside: reach(outside),
+          outsideAddress: reach({ outside: true, ip: '203.0.113.9' }),
+        }).toEqual({
+          app: where(app),
+          ingressController: isApi,
+          keda: isApi,
+          monitoring: true,
+          elsewhere: false,
+          sameNamespace: false,
+          outside: false,
+          outsideAddress: false,
+        });
         expect(allows(policies(), from('monitoring'), to, port + 1)).toBe(false);
       }
     });
@@ -476,11 +500,16 @@ describe.each(PRODUCTION)('%s: external Redis, more replicas, disruption budgets
       }
     });
 
-    it(`let only the API and the workers reach DNS, Redis and a trace collector in monitoring; ${webhooks ? 'the API alone HTTPS (webhooks)' : 'nothing else leaves (no webhook egress)'}`, () => {
+    it(`let only the API and the workers reach DNS, Redis in the redis namespace and a trace collector in monitoring; ${webhooks ? 'the API alone HTTPS (webhooks)' : 'nothing else leaves (no webhook egress)'}`, () => {
       const stranger = from(prod.namespace, { 'app.kubernetes.io/name': 'something-else' });
       for (const app of apps()) {
         const source = { pod: prod.pod(app), namespaceLabels: {} };
-        for (const port of [6379, 26379]) expect(allows(policies(), source, outside, port)).toBe(true);
+        for (const port of [6379, 26379]) {
+          expect({ app: where(app), port, redis: allows(policies(), source, from('redis'), port) }).toEqual({ app: where(app), port, redis: true });
+          expect({ app: where(app), port, elsewhere: allows(policies(), source, from('elsewhere'), port) }).toEqual({ app: where(app), port, elsewhere: false });
+          expect({ app: where(app), port, outside: allows(policies(), source, { outside: true, ip: '203.0.113.9' }, port) }).toEqual({ app: where(app), port, outside: false });
+        }
+        expect(allows(policies(), source, from('redis'), 80)).toBe(false);
         expect(allows(policies(), source, outside, 53, 'UDP')).toBe(true);
         expect(allows(policies(), source, from('monitoring'), OTLP_HTTP_PORT)).toBe(true);
         expect(allows(policies(), source, from('elsewhere'), OTLP_HTTP_PORT)).toBe(false);
@@ -491,6 +520,7 @@ describe.each(PRODUCTION)('%s: external Redis, more replicas, disruption budgets
         expect(allows(policies(), source, outside, 80)).toBe(false);
       }
       for (const port of [6379, 26379, 443, OTLP_HTTP_PORT]) expect(allows(policies(), stranger, outside, port)).toBe(false);
+      for (const port of [6379, 26379]) expect(allows(policies(), stranger, from('redis'), port)).toBe(false);
     });
 
     it('every policy selects some pod of the namespace or all of them', () => {
@@ -526,6 +556,22 @@ describe.each([
   it('answers 202 only once a replica has the job (REDIS_MIN_REPLICAS_ACK), so a failover after a 202 loses nothing', () => {
     expect(overlay.config(overlay.api).redisMinReplicasAck).toBeGreaterThanOrEqual(1);
   });
+
+  it("lets every app reach each of its Redis hosts, in the namespace the host's name says, through the NetworkPolicies", () => {
+    const policies = overlay.ofKind<NetworkPolicy & K8sObject>('NetworkPolicy');
+    for (const app of apps()) {
+      const source = { pod: overlay.pod(app), namespaceLabels: {} };
+      const { queueRedis, cacheRedis } = overlay.config(app);
+      for (const target of [queueRedis, cacheRedis]) {
+        const hosts = target.kind === 'sentinel' ? target.sentinels : target.kind === 'cluster' ? target.nodes : [];
+        for (const { host, port } of hosts) {
+          const namespace = /\.([a-z0-9-]+)\.svc(\.|$)/.exec(host)![1];
+          const redisPod = { pod: { namespace, labels: { app: 'redis' }, ports: {} }, namespaceLabels: { 'kubernetes.io/metadata.name': namespace } };
+          expect({ app: where(app), host, reachable: allows(policies, source, redisPod, port) }).toEqual({ app: where(app), host, reachable: true });
+        }
+      }
+    }
+  });
 });
 
 describe('prod-webhooks: signed callbacks, from the API only, to public HTTPS receivers only', () => {
@@ -552,6 +598,8 @@ describe('prod-webhooks: signed callbacks, from the API only, to public HTTPS re
       ...['93.184.215.14', '1.1.1.1', '2606:4700:4700::1111', '2a00:1450:4001:81a::200e'], // public
       ...['10.0.0.1', '10.96.0.10', '172.16.0.1', '172.31.255.254', '192.168.1.1', '100.64.0.1', '127.0.0.1', '169.254.169.254', '0.0.0.0'],
       ...['192.0.2.1', '198.18.0.1', '224.0.0.1', '255.255.255.255', '::1', 'fd00::1', 'fe80::1', 'fd00:ec2::254', '64:ff9b::a00:1', 'ff02::1'],
+      ...['::ffff:10.0.0.1', '::a00:1', '::ffff:169.254.169.254', '::ffff:93.184.215.14'], // IPv4-mapped and -compatible
+
     ];
     const to = (ip: string): Endpoint => ({ outside: true, ip });
     const actual = addresses.map((ip) => [ip, allows(policies(), api, to(ip), 443)]);

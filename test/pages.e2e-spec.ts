@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
@@ -5,16 +6,18 @@ import { AppProcess, startAll, startApp, stackEnv } from './support/apps';
 import { launchBrowser } from './support/browser';
 import { request, submit } from './support/http';
 
-const KEY = `pages-e2e-${'k'.repeat(22)}`;
+const KEY = randomBytes(32).toString('hex');
+const ADMIN_KEY = randomBytes(32).toString('base64url');
 /** `UPDATE_SCREENSHOTS=1 npx jest test/pages.e2e-spec.ts` refreshes the README's pictures. */
 const SCREENSHOTS = process.env.UPDATE_SCREENSHOTS === '1' ? join(__dirname, '..', 'docs', 'images') : undefined;
 /** Bull Board's page links a Google Fonts stylesheet; the page policy blocks it (no third parties). */
 const EXPECTED_BLOCKS = /fonts\.googleapis\.com/;
 
 /**
- * The pages people open, in headless Chromium, behind the API keys: sign in with a key, then the
- * API docs (Swagger UI) render every operation and run a job, and the dashboard shows every queue,
- * all under the pages' Content-Security-Policy (a violation is a console error, and fails).
+ * The pages people open, in headless Chromium, behind the keys: sign in with an admin key, then the
+ * API docs (Swagger UI) render every operation and run a job with a client key, and the dashboard
+ * shows every queue, all under the pages' Content-Security-Policy (a violation is a console error,
+ * and fails).
  */
 describe('docs and dashboard pages', () => {
   let api: AppProcess;
@@ -24,7 +27,7 @@ describe('docs and dashboard pages', () => {
   const pageErrors: string[] = [];
 
   beforeAll(async () => {
-    const env = stackEnv('pages', { API_KEYS: `ops=${KEY}`, API_DOCS: 'true', QUEUE_DASHBOARD: 'true', CHAOS_JOBS: 'false' });
+    const env = stackEnv('pages', { API_KEYS: `web=${KEY}`, ADMIN_API_KEYS: `ops=${ADMIN_KEY}`, API_DOCS: 'true', QUEUE_DASHBOARD: 'true', CHAOS_JOBS: 'false' });
     [api, worker, browser] = await startAll([startApp('api', env), startApp('worker', env), launchBrowser()]);
     page = await browser.newPage({ viewport: { width: 1280, height: 860 } });
     page.on('console', (message) => void (message.type() === 'error' && !EXPECTED_BLOCKS.test(message.text()) && pageErrors.push(message.text())));
@@ -42,8 +45,8 @@ describe('docs and dashboard pages', () => {
     expect(denied!.status()).toBe(401);
     await page.fill('input[name=key]', 'not-one-of-the-keys-at-all');
     await page.click('button[type=submit]');
-    expect(await page.locator('[role=alert]').textContent()).toMatch(/not one of the API keys/);
-    await page.fill('input[name=key]', KEY);
+    expect(await page.locator('[role=alert]').textContent()).toMatch(/not one of the keys/);
+    await page.fill('input[name=key]', ADMIN_KEY);
     await Promise.all([page.waitForURL(`${api.url}/docs`), page.click('button[type=submit]')]);
     // The two refusals above, and nothing else.
     expect(pageErrors).toEqual([expect.stringMatching(/status of 401/), expect.stringMatching(/status of 401/)]);

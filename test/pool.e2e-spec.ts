@@ -10,7 +10,7 @@ const { JobPool } = require(join(__dirname, '..', 'dist', 'apps', 'worker', 'src
 const config = { workerThreads: 1, workerNice: 0, workerMaxMemoryMb: 16 } as Config;
 const logger = { error: () => undefined } as never;
 const run = (pool: JobPoolClass, name: string, inputJson: string, onProgress: (p: number) => void = () => undefined) =>
-  pool.run(name, 1, inputJson, { attempt: 1, signal: new AbortController().signal, onProgress });
+  pool.run(name, 1, inputJson, { attempt: 1, signal: new AbortController().signal, onProgress }).then(({ value }) => value);
 
 /** The worker's piscina pool on its own, with a deliberately small thread heap. */
 describe('JobPool', () => {
@@ -33,4 +33,12 @@ describe('JobPool', () => {
     for (let i = 1; i <= 30_000; i++) await run(pool, 'sum', `{"n":${(i % 100) + 1}}`);
     expect(await run(pool, 'sum', '{"n":10}')).toBe('55');
   }, 120_000);
+
+  it('names the content key of the input as the thread validated it, whatever the caller says it is', async () => {
+    const { key } = await pool.run('sum', 1, '{"n":10}', { attempt: 1, signal: new AbortController().signal, onProgress: () => undefined });
+    const { contentKey } = require(join(__dirname, '..', 'dist', 'libs', 'jobs', 'src', 'content-key')) as typeof import('../libs/jobs/src/content-key');
+    expect(key).toBe(contentKey({ name: 'sum', version: 1 }, '{"n":10}'));
+    const scoped = await pool.run('pbkdf2', 1, '{"iterations":1,"password":"p","salt":"s"}', { attempt: 1, scope: 'key:alice', signal: new AbortController().signal, onProgress: () => undefined });
+    expect(scoped.key).toBe(contentKey({ name: 'pbkdf2', version: 1, share: 'caller' }, '{"digest":"sha512","iterations":1,"keylen":64,"password":"p","salt":"s"}', 'key:alice'));
+  });
 });

@@ -1,15 +1,17 @@
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import IORedis from 'ioredis';
 import { AppProcess, startApp, stackEnv } from './support/apps';
 import { request, submit } from './support/http';
 import { RedisServer } from './support/redis';
+import { runEnv } from './support/test-run';
 import { freePort, waitFor } from './support/wait';
 
-const KEY_A = 'key-a-0123456789abcdef';
-const KEY_B = 'key-b-0123456789abcdef';
+const KEY_A = randomBytes(32).toString('hex');
+const KEY_B = randomBytes(32).toString('hex');
 const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
 
 describe('API keys', () => {
@@ -112,7 +114,7 @@ describe('hardening', () => {
   it('refuses to run open in production', () => {
     const result = spawnSync(process.execPath, ['dist/apps/api/src/main.js'], {
       cwd: join(__dirname, '..'),
-      env: { PATH: process.env.PATH, NODE_ENV: 'production' },
+      env: { PATH: process.env.PATH, ...runEnv(), NODE_ENV: 'production' },
       encoding: 'utf8',
       timeout: 15_000,
     });
@@ -173,6 +175,7 @@ describe('queue Redis safety', () => {
       }
     } finally {
       server.kill();
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });

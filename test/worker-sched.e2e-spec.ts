@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { startStack, stackEnv } from './support/apps';
 import { submit } from './support/http';
+import { waitFor } from './support/wait';
 
 /** Linux scheduling policy numbers, as /proc/<pid>/task/<tid>/stat reports them. */
 const SCHED_OTHER = 0;
@@ -29,6 +30,9 @@ describe('pool threads on SCHED_IDLE', () => {
     try {
       const { body } = await submit(api.url, 'chaos', { mode: 'spin', ms: 50, tag: 'sched' }, { wait: 30 });
       expect(body).toMatchObject({ status: 'completed' });
+      // why wait: the pool starts its two threads at once, but one job needs only one; on a busy
+      // machine the other may still be loading (a thread enters SCHED_IDLE before it takes a task).
+      await waitFor(() => threads(worker.pid).filter((t) => t.policy === SCHED_IDLE).length >= 2, { what: 'both pool threads up' }).catch(() => undefined);
       const all = threads(worker.pid);
       expect(all.find((t) => t.tid === worker.pid)?.policy).toBe(SCHED_OTHER);
       const idle = all.filter((t) => t.policy === SCHED_IDLE);

@@ -23,7 +23,7 @@ async function main(): Promise<void> {
   await app.getHttpAdapter().getInstance().ready();
   const body = { n: 25 };
   const now = Date.now();
-  const key = prepareJob(registry.get('fibonacci')!, body).key;
+  const key = prepareJob(registry.get('fibonacci')!, body, 'anonymous').key;
   const entry = { id: 'hit-path', type: 'fibonacci', result: 75025, attempts: 1, createdAt: now, startedAt: now, finishedAt: now };
   // why retried: the cache connection fails fast (no offline queue) until it is ready.
   for (let tries = 0; ; tries++) {

@@ -73,6 +73,11 @@ describe('Redis Sentinel: the primary fails over under load', () => {
       plain: { firstAcceptedAfterFailoverMs: load.recoveredAfter('plain', afterAt) },
     });
 
+    if (outcome.durable.lost > 0) {
+      // Evidence for a job the durable API accepted and lost: when it was accepted, and what Redis and the Sentinels did.
+      const lost = outcome.durable.problems.map((p) => load.attempts.find((a) => a.id === p.id)).map((a) => a && { id: a.id, phase: a.phase, msAfterKill: a.at - killedAt, ms: a.ms });
+      console.log(`[sentinel] durable jobs lost: ${JSON.stringify(lost)}\n${[...set.data, ...set.sentinels].map((n) => `${n.address}:\n${n.logTail(40)}`).join('\n')}`);
+    }
     stack.expectRecovered(outcome, load, promoted);
     expect(load.accepted('durable', 'before')).toBeGreaterThan(0);
     expect(load.accepted('durable', 'after')).toBeGreaterThan(0);

@@ -1,6 +1,7 @@
 import { ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
+import { runEnv, runPrefix } from './test-run';
 import { freePort, waitFor } from './wait';
 
 const ROOT = join(__dirname, '..', '..');
@@ -28,6 +29,8 @@ export class AppProcess {
     readonly kind: 'api' | 'worker',
     readonly port: number,
     private readonly proc: ChildProcess,
+    /** The environment it was started with (what a stall report reads to find its Redis). */
+    readonly env: AppEnv = {},
   ) {
     running.add(proc);
     this.exited = new Promise((resolve) =>
@@ -120,10 +123,10 @@ export async function startApp(
   const portVar = kind === 'api' ? 'PORT' : 'WORKER_PORT';
   const proc = spawn(process.execPath, [ENTRY[kind]], {
     cwd: root,
-    env: { PATH: process.env.PATH, NODE_ENV: 'test', LOG_LEVEL: 'info', HOST: '127.0.0.1', ...env, [portVar]: String(port) },
+    env: { PATH: process.env.PATH, ...runEnv(), NODE_ENV: 'test', LOG_LEVEL: 'info', HOST: '127.0.0.1', ...env, [portVar]: String(port) },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  const app = new AppProcess(kind, port, proc);
+  const app = new AppProcess(kind, port, proc, env);
   try {
     if (until === 'ready') await app.ready(timeoutMs);
     if (until === 'live') await app.live(timeoutMs);
@@ -142,15 +145,15 @@ export async function startApp(
 export function startScript(file: string, env: AppEnv): AppProcess {
   const proc = spawn(process.execPath, [file], {
     cwd: ROOT,
-    env: { PATH: process.env.PATH, NODE_ENV: 'test', ...env },
+    env: { PATH: process.env.PATH, ...runEnv(), NODE_ENV: 'test', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  return new AppProcess('worker', 0, proc);
+  return new AppProcess('worker', 0, proc, env);
 }
 
 /** A private key prefix per test file, so tests share a Redis without seeing each other's jobs. */
 export function uniquePrefix(name: string): string {
-  return `e2e-${name}-${randomBytes(4).toString('hex')}`;
+  return `${runPrefix()}-${name}-${randomBytes(4).toString('hex')}`;
 }
 
 /** The env both apps of one test share. */
@@ -159,6 +162,10 @@ export function stackEnv(name: string, extra: AppEnv = {}): AppEnv {
     REDIS_URL: process.env.E2E_REDIS_URL,
     REDIS_PREFIX: uniquePrefix(name),
     WORKER_THREADS: '2',
+    // why 0, not the apps' default 19: `npm test` runs two lanes of suites side by side, and a pool
+    // thread at nice 19 yields to the other lane's busy processes (the bare-host failure mode of the
+    // README), so jobs that take milliseconds alone took seconds. Tests of the scheduling itself set it.
+    WORKER_NICE: '0',
     CHAOS_JOBS: 'true',
     SHUTDOWN_TIMEOUT_MS: '5000',
     ...extra,

@@ -3,6 +3,7 @@ import { distinctSort, expectOnly503s, type LatencyStats, SubmitLoad, submitLate
 import { getJob, type Reply, request, submit } from './http';
 import { Ledger, type Summary } from './ledger';
 import type { RedisNode } from './redis-ha';
+import { stallReport } from './stall-report';
 import { waitFor } from './wait';
 
 /** What a stack checked once its failover and load were over. */
@@ -109,7 +110,11 @@ export class FailoverStack {
       }),
     );
     const spin = await submit(durable.url, 'chaos', { mode: 'spin', ms: 30_000, tag: `${this.kind}-${Date.now()}` });
-    await waitFor(async () => (await getJob(durable.url, spin.body.id)).body.status === 'active', { what: 'spin active' });
+    if (spin.status !== 202) throw new Error(`the cancel probe was not accepted: ${spin.status} ${JSON.stringify(spin.body)}`);
+    await waitFor(async () => (await getJob(durable.url, spin.body.id)).body.status === 'active', { what: 'spin active' }).catch(async (error: unknown) => {
+      console.log(await stallReport(this.apps));
+      throw error;
+    });
     const cancelled = await request(`${durable.url}/v1/jobs/${spin.body.id}`, { method: 'DELETE' });
     const cacheHit = await submit(plain.url, 'sort', probes[0]);
     return { durable: durableSummary, plain: plainSummary, waits, cancelled, cacheHit };

@@ -12,6 +12,8 @@ export interface LoadTarget {
 
 export interface Attempt {
   target: string;
+  /** The job id the API answered with (accepted submissions only). */
+  id?: string;
   phase: string;
   at: number;
   ms: number;
@@ -58,6 +60,7 @@ export class SubmitLoad {
         target.ledger.record(reply, type, input, { runs });
         this.attempts.push({
           target: target.name,
+          id: reply.body?.id,
           phase,
           at: t0,
           ms: Date.now() - t0,

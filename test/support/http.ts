@@ -27,13 +27,13 @@ export function submit<T = any>(api: string, type: string, input: unknown, optio
   return request<T>(`${api}/v1/jobs/${type}`, { method: 'POST', json: input, headers });
 }
 
-export function getJob<T = any>(api: string, id: string) {
-  return request<T>(`${api}/v1/jobs/${id}`);
+export function getJob<T = any>(api: string, id: string, headers?: Record<string, string>) {
+  return request<T>(`${api}/v1/jobs/${id}`, { headers });
 }
 
 /** Reads a Server-Sent Events stream to its end; returns each event's name and parsed data. */
-export async function readEvents(url: string, timeoutMs = 20_000): Promise<Array<{ event: string; data: any }>> {
-  const res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs) });
+export async function readEvents(url: string, timeoutMs = 20_000, headers?: Record<string, string>): Promise<Array<{ event: string; data: any }>> {
+  const res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs), headers });
   if (!res.ok) throw new Error(`events: HTTP ${res.status}`);
   const text = await res.text();
   return text

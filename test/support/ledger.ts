@@ -2,6 +2,7 @@ import { pbkdf2 } from 'node:crypto';
 import { promisify } from 'node:util';
 import type { AppProcess } from './apps';
 import { getJob, type Reply, submit } from './http';
+import { stallReport } from './stall-report';
 import { sleep } from './wait';
 
 const pbkdf2Async = promisify(pbkdf2);
@@ -174,6 +175,9 @@ export class Ledger {
   /** Settles every accepted job and checks its outcome and result; counts executions from the workers' logs. */
   async check(api: string, workers: Array<AppProcess | undefined>, options: { timeoutMs?: number } = {}): Promise<Summary> {
     const views = await this.settle(api, options);
+    const open = this.ids.filter((id) => !['completed', 'failed', 'cancelled', 'not-found'].includes(views.get(id)?.status));
+    // why here: a ledger that does not settle is the symptom of a stalled app; say what each was doing.
+    if (open.length > 0) console.log(`[ledger] ${this.name}: ${open.length} jobs not final\n${await stallReport(workers)}`);
     const runs = executions(workers);
     const settled: Settled[] = [];
     for (const entry of this.entries.values()) {

@@ -1,10 +1,11 @@
 import { ChildProcess, execFile, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import calculateSlot from 'cluster-key-slot';
-import IORedis from 'ioredis';
+import IORedis, { type RedisOptions } from 'ioredis';
+import type { TlsFiles } from './test-ca';
 import { freePort, waitFor } from './wait';
 
 const exec = promisify(execFile);
@@ -24,6 +25,8 @@ export class RedisNode {
     readonly dir: string,
     private readonly args: string[],
     private readonly password: string,
+    /** How the test's own connections reach it besides the password (TLS, a user name). */
+    private readonly connect: RedisOptions = {},
   ) {}
 
   get address(): string {
@@ -52,9 +55,30 @@ export class RedisNode {
     await exited;
   }
 
+  /** The last `lines` lines of this node's log (what Redis said when a test stalled on it). */
+  logTail(lines = 15): string {
+    for (const name of ['redis.log', 'sentinel.log']) {
+      try {
+        return readFileSync(join(this.dir, name), 'utf8').trimEnd().split('\n').slice(-lines).join('\n');
+      } catch {
+        // not this kind of node
+      }
+    }
+    return '(no log)';
+  }
+
   /** Runs `fn` on a short-lived connection to this node. */
   async client<T>(fn: (redis: IORedis) => Promise<T>): Promise<T> {
-    const redis = new IORedis({ port: this.port, host: '127.0.0.1', password: this.password, lazyConnect: true, connectTimeout: 1000, retryStrategy: () => null, maxRetriesPerRequest: 0 });
+    const redis = new IORedis({
+      port: this.port,
+      host: '127.0.0.1',
+      password: this.password,
+      lazyConnect: true,
+      connectTimeout: 1000,
+      retryStrategy: () => null,
+      maxRetriesPerRequest: 0,
+      ...this.connect,
+    });
     redis.on('error', () => undefined);
     try {
       await redis.connect();
@@ -65,14 +89,43 @@ export class RedisNode {
   }
 }
 
-async function newNode(kind: string, password: string, args: (port: number, dir: string) => string[]): Promise<RedisNode> {
+export async function newNode(kind: string, password: string, args: (port: number, dir: string) => string[], connect: RedisOptions = {}): Promise<RedisNode> {
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), `nest-offload-${kind}-`));
-  return new RedisNode(port, dir, args(port, dir), password);
+  return new RedisNode(port, dir, args(port, dir), password, connect);
 }
 
-const dataArgs = (port: number, password: string) => [
-  '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no',
+/** TLS and ACL users for the nodes of a set (all optional: without, plain TCP and the password only). */
+export interface NodeSecurity {
+  /** Every node serves TLS only, with this certificate; replicas and Sentinels reach the others over TLS too. */
+  tls?: TlsFiles;
+  /** ACL users of the data nodes besides `default`, each a `user` directive without the keyword. */
+  users?: string[];
+  /** ACL users of the Sentinels, likewise. */
+  sentinelUsers?: string[];
+}
+
+/** redis-server settings that make `port` a TLS-only port with `tls`'s certificate (as name, value pairs). */
+export function tlsSettings(port: number, tls: TlsFiles): Array<[string, string]> {
+  return [
+    ['port', '0'],
+    ['tls-port', String(port)],
+    ['tls-cert-file', tls.cert],
+    ['tls-key-file', tls.key],
+    ['tls-ca-cert-file', tls.ca],
+    // why: clients show no certificate of their own (managed Redis asks for a password, not one).
+    ['tls-auth-clients', 'no'],
+    ['tls-replication', 'yes'],
+  ];
+}
+
+/** How a test's own connection reaches nodes with `tls`. */
+export const tlsConnect = (tls?: TlsFiles): RedisOptions => (tls ? { tls: { ca: readFileSync(tls.ca) } } : {});
+
+const dataArgs = (port: number, password: string, { tls, users = [] }: NodeSecurity = {}) => [
+  ...(tls ? tlsSettings(port, tls).flatMap(([name, value]) => [`--${name}`, value]) : ['--port', String(port)]),
+  ...users.flatMap((user) => ['--user', ...user.split(/\s+/)]),
+  '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--logfile', 'redis.log',
   '--requirepass', password, '--masterauth', password, '--maxmemory-policy', 'noeviction',
   // why: Redis 7 waits 5 s before a diskless full sync, to batch replicas; a replica that has never
   // synced will not take over, so the sets are only ready once every replica has its first copy.
@@ -90,6 +143,7 @@ async function stopAll(nodes: RedisNode[]): Promise<void> {
 /**
  * A Sentinel-managed Redis: a primary, two replicas and three Sentinels (quorum 2), all with the
  * same password, as the Bitnami chart sets them up. A killed primary is replaced in about 2-3 s.
+ * With `security`, every node serves TLS only and has the ACL users given besides `default`.
  */
 export class SentinelSet {
   readonly name = 'nest-offload';
@@ -100,14 +154,17 @@ export class SentinelSet {
     readonly sentinels: RedisNode[],
   ) {}
 
-  static async start({ password = 'ha-test-password', downAfterMs = 1000 } = {}): Promise<SentinelSet> {
+  static async start({ password = 'ha-test-password', downAfterMs = 1000, ...security }: { password?: string; downAfterMs?: number } & NodeSecurity = {}): Promise<SentinelSet> {
     const nodes: RedisNode[] = [];
+    const connect = tlsConnect(security.tls);
     try {
-      const primary = await newNode('primary', password, (port) => dataArgs(port, password));
+      const primary = await newNode('primary', password, (port) => dataArgs(port, password, security), connect);
       nodes.push(primary);
       await primary.start();
       const replicas = await Promise.all(
-        [0, 1].map(() => newNode('replica', password, (port) => [...dataArgs(port, password), '--replicaof', '127.0.0.1', String(primary.port)])),
+        [0, 1].map(() =>
+          newNode('replica', password, (port) => [...dataArgs(port, password, security), '--replicaof', '127.0.0.1', String(primary.port)], connect),
+        ),
       );
       nodes.push(...replicas);
       await Promise.all(replicas.map((r) => r.start()));
@@ -119,9 +176,11 @@ export class SentinelSet {
           writeFileSync(
             conf,
             [
-              `port ${port}`,
+              ...(security.tls ? tlsSettings(port, security.tls).map((setting) => setting.join(' ')) : [`port ${port}`]),
+              ...(security.sentinelUsers ?? []).map((user) => `user ${user}`),
               'bind 127.0.0.1',
               `dir ${dir}`,
+              'logfile sentinel.log',
               `requirepass ${password}`,
               `sentinel monitor nest-offload 127.0.0.1 ${primary.port} 2`,
               `sentinel auth-pass nest-offload ${password}`,
@@ -132,7 +191,7 @@ export class SentinelSet {
             ].join('\n'),
           );
           return [conf, '--sentinel'];
-        });
+        }, connect);
         sentinels.push(sentinel);
         nodes.push(sentinel);
       }
@@ -166,21 +225,49 @@ export class SentinelSet {
     return this.data.find((n) => n.port === Number(port))!;
   }
 
-  /** Waits until a quorum of Sentinels names a primary other than `old`, and that node accepts writes. */
-  async failedOver(old: RedisNode, timeoutMs = 30_000): Promise<RedisNode> {
+  /**
+   * Waits until the failover of `old` has settled, and returns the new primary: every Sentinel names
+   * the same node, other than `old`, at the same config epoch and with no failover in progress; that
+   * node is a primary; every other live data node replicates from it in sync
+   * (`master_link_status:up`); and all of that holds on two looks 500 ms apart.
+   *
+   * why all of it, not the first node a quorum names: under load a Sentinel that has not yet heard
+   * of a failover can start one of its own at a higher epoch, which wins, and a second replica is
+   * promoted a second or two later (seen here: 40849 → 35865 at epoch 1, then → 46511 at epoch 2).
+   * A test that took the first one for the primary waited for replicas to link to a node that was
+   * a replica again. And until the surviving replica is in sync, an API with REDIS_MIN_REPLICAS_ACK
+   * rightly answers 503 NOT_REPLICATED: probes sent before that test Redis's resync, not the apps.
+   */
+  async failedOver(old: RedisNode, timeoutMs = 45_000): Promise<RedisNode> {
+    let last = '';
+    const look = async (): Promise<RedisNode | undefined> => {
+      const masters = await Promise.all(
+        this.sentinels.map((s) => s.client((c) => c.call('SENTINEL', 'MASTER', this.name) as Promise<string[]>).catch(() => undefined)),
+      );
+      const fields = masters.map((m) => (m ? Object.fromEntries(m.flatMap((v, i) => (i % 2 === 0 ? [[v, m[i + 1]]] : []))) : undefined));
+      last = JSON.stringify(fields.map((f) => f && { port: f.port, epoch: f['config-epoch'], flags: f.flags }));
+      const ports = new Set(fields.map((f) => f?.port));
+      const epochs = new Set(fields.map((f) => f?.['config-epoch']));
+      if (ports.size !== 1 || epochs.size !== 1 || fields.some((f) => !f || f.flags !== 'master')) return undefined;
+      const node = this.data.find((n) => n.port === Number(fields[0]!.port));
+      if (!node || node === old) return undefined;
+      if (!(await node.client((c) => c.info('replication'))).includes('role:master')) return undefined;
+      const others = this.data.filter((n) => n !== node && n !== old && n.running);
+      const infos = await Promise.all(others.map((n) => n.client((c) => c.info('replication')).catch(() => '')));
+      return infos.every((info) => info.includes(`master_port:${node.port}`) && info.includes('master_link_status:up')) ? node : undefined;
+    };
     return waitFor(
       async () => {
-        const named = await Promise.all(
-          this.sentinels.map((s) => s.client((c) => c.call('SENTINEL', 'GET-MASTER-ADDR-BY-NAME', this.name)).catch(() => undefined)),
-        );
-        const ports = named.map((a) => Number((a as string[] | undefined)?.[1]));
-        const port = ports.find((p) => p !== old.port && ports.filter((q) => q === p).length >= 2);
-        const node = this.data.find((n) => n.port === port);
-        if (!node) return undefined;
-        return (await node.client((c) => c.info('replication'))).includes('role:master') ? node : undefined;
+        const first = await look();
+        if (!first) return undefined;
+        await new Promise((resolve) => setTimeout(resolve, 500));
+        return (await look()) === first ? first : undefined;
       },
-      { timeoutMs, intervalMs: 100, what: 'Sentinel failover' },
-    );
+      { timeoutMs, intervalMs: 100, what: () => `a settled Sentinel failover (the Sentinels' view: ${last})` },
+    ).catch((error: Error) => {
+      const logs = [...this.data.filter((n) => n !== old), this.sentinels[0]].map((n) => `${n.address}:\n${n.logTail()}`).join('\n');
+      throw new Error(`${error.message}\n${logs}`);
+    });
   }
 
   /**

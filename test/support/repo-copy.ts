@@ -2,6 +2,7 @@ import { spawnSync, SpawnSyncReturns } from 'node:child_process';
 import { cpSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
+import { runEnv } from './test-run';
 
 const ROOT = join(__dirname, '..', '..');
 /** What `nest build` needs; node_modules is linked, not copied. */
@@ -80,8 +81,16 @@ export class RepoCopy {
   /** Runs `command` in the copy and returns how it ended, whatever its exit code. */
   exec(command: string, args: string[], { env = {}, timeoutMs = 180_000 }: { env?: Record<string, string | undefined>; timeoutMs?: number } = {}): SpawnSyncReturns<string> {
     // why not the test's own environment: a nested Jest would take Jest's variables for its own.
-    const base = { PATH: process.env.PATH, HOME: process.env.HOME ?? tmpdir(), NODE_ENV: 'test', npm_config_update_notifier: 'false' };
+    // why a TMPDIR of the copy's own: what its tools cache there (npm's compile cache, a nested Jest's) goes with it.
+    const base = { PATH: process.env.PATH, HOME: process.env.HOME ?? tmpdir(), ...runEnv(), TMPDIR: this.tmp(), NODE_ENV: 'test', npm_config_update_notifier: 'false' };
     return spawnSync(command, args, { cwd: this.root, encoding: 'utf8', timeout: timeoutMs, env: { ...base, ...env } });
+  }
+
+  /** A temp dir beside the copy (not in it: git would list what lands there), removed with it. */
+  private tmp(): string {
+    const dir = `${this.root}-tmp`;
+    mkdirSync(dir, { recursive: true });
+    return dir;
   }
 
   /** `nest build` in the copy (its dist/ then holds the changed apps). */
@@ -92,5 +101,6 @@ export class RepoCopy {
 
   remove(): void {
     rmSync(this.root, { recursive: true, force: true });
+    rmSync(`${this.root}-tmp`, { recursive: true, force: true });
   }
 }

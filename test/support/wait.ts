@@ -5,7 +5,7 @@ export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve
 /** Polls `check` until it returns something truthy; fails with `what` after `timeoutMs`. */
 export async function waitFor<T>(
   check: () => Promise<T> | T,
-  { timeoutMs = 10_000, intervalMs = 50, what = 'condition' }: { timeoutMs?: number; intervalMs?: number; what?: string } = {},
+  { timeoutMs = 10_000, intervalMs = 50, what = 'condition' }: { timeoutMs?: number; intervalMs?: number; what?: string | (() => string) } = {},
 ): Promise<NonNullable<T>> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
@@ -16,7 +16,10 @@ export async function waitFor<T>(
     } catch (error) {
       last = error;
     }
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? ` (last error: ${String(last)})` : ''}`);
+    if (Date.now() > deadline) {
+      const described = typeof what === 'function' ? what() : what;
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${described}${last ? ` (last error: ${String(last)})` : ''}`);
+    }
     await sleep(intervalMs);
   }
 }

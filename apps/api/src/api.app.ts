@@ -2,12 +2,13 @@ import { DynamicModule } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { Registry } from 'prom-client';
+import { CACHE_REDIS } from '@app/cache';
 import type { Config } from '@app/config';
 import { Lifecycle } from '@app/health';
 import { JobRegistry } from '@app/jobs';
 import { createLogger, NestPinoLogger, QUIET_PATHS, registerRequestLog } from '@app/logging';
 import { registerHttpMetrics } from '@app/metrics';
-import { checkRedisTargets, watchEvictionPolicy } from '@app/redis';
+import { checkRedisTargets, logRedisRefusals, watchEvictionPolicy } from '@app/redis';
 import { startTracing } from '@app/tracing';
 import { registerAdminAccess } from './admin/admin-access';
 import { ApiModule } from './api.module';
@@ -28,7 +29,8 @@ export interface ApiApp {
  * measures routes it adds (`root` wraps ApiModule) against the real thing, not a copy of it.
  */
 export async function createApi(config: Config, root: (api: DynamicModule) => DynamicModule = (api) => api): Promise<ApiApp> {
-  // why before anything connects: a wrong Sentinel set or cluster seed list stops start-up here, naming its variable.
+  // why before anything connects: refused credentials, an untrusted certificate or a wrong Sentinel
+  // set or seed list stop start-up here, naming the variable; a Redis that is merely down does not.
   await checkRedisTargets(config.queueRedis, config.cacheRedis);
   const pino = createLogger(config, 'api');
   const logger = new NestPinoLogger(pino);
@@ -44,7 +46,7 @@ export async function createApi(config: Config, root: (api: DynamicModule) => Dy
   configureFastify(fastify, config, lifecycle);
   registerRequestLog(fastify, pino);
   registerHttpMetrics(fastify, app.get(Registry));
-  registerAdminAccess(fastify, config);
+  registerAdminAccess(fastify, config, app.get(QUEUE_REDIS));
   if (config.apiDocs) serveApiDocs(app, app.get(JobRegistry));
   if (config.queueDashboard) {
     // why loaded only when on: Bull Board costs ~85 ms of CPU and ~8 MB at start, for a page most replicas never serve.
@@ -52,6 +54,7 @@ export async function createApi(config: Config, root: (api: DynamicModule) => Dy
     serveQueueDashboard(fastify, app.get(JobQueues), app.get(JobRegistry), config);
   }
   watchEvictionPolicy(app.get(QUEUE_REDIS), config.redisEvictionCheck, logger);
+  logRedisRefusals([app.get(QUEUE_REDIS), app.get(CACHE_REDIS)], logger);
 
   const stop = async (signal: string) => {
     logger.log(`${signal} received: draining`, 'Shutdown');

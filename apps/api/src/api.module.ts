@@ -19,6 +19,7 @@ import { JobTypesController } from './job-types/job-types.controller';
 import { Backlog } from './jobs/backlog';
 import { ConnectionMetrics } from './jobs/connection.metrics';
 import { JobEvents } from './jobs/job-events';
+import { JobOwners } from './jobs/job-owners';
 import { JobStore } from './jobs/job-store';
 import { JobsController } from './jobs/jobs.controller';
 import { JobsService } from './jobs/jobs.service';
@@ -57,6 +58,7 @@ export class ApiModule implements NestModule {
         Lifecycle,
         JobEvents,
         JobStore,
+        JobOwners,
         Backlog,
         Idempotency,
         ReplicaAck,

@@ -17,7 +17,8 @@ async function bootstrap(): Promise<void> {
   stop = api.stop;
   await app.listen(config.port, config.host);
   const types = app.get(JobRegistry).list().map((d) => `${d.name}@${d.version}`);
-  const auth = config.apiKeys.length > 0 ? `${config.apiKeys.length} API key(s)` : 'no authentication';
+  const admins = config.adminApiKeys.length > 0 ? `, ${config.adminApiKeys.length} admin key(s)` : '';
+  const auth = `${config.apiKeys.length > 0 ? `${config.apiKeys.length} API key(s)` : 'no authentication'}${admins}`;
   const traces = config.otel.endpoint ? `; traces to ${config.otel.endpoint}` : '';
   logger.log(`API listening on ${await app.getUrl()} (${auth}) with job types ${types.join(', ')}${traces}`, 'Bootstrap');
 }

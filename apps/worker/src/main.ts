@@ -1,12 +1,13 @@
 import 'reflect-metadata';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
+import { CACHE_REDIS } from '@app/cache';
 import { loadConfig } from '@app/config';
 import { Lifecycle } from '@app/health';
 import { JobRegistry, knownVersions } from '@app/jobs';
 import { createLogger, NestPinoLogger } from '@app/logging';
 import { registerHttpMetrics } from '@app/metrics';
-import { checkRedisTargets, watchEvictionPolicy } from '@app/redis';
+import { checkRedisTargets, logRedisRefusals, watchEvictionPolicy } from '@app/redis';
 import { startTracing } from '@app/tracing';
 import { Registry } from 'prom-client';
 import { JobProcessor } from './processor/job-processor';
@@ -26,7 +27,8 @@ process.once('SIGINT', onSignal);
 
 async function bootstrap(): Promise<void> {
   const config = loadConfig(process.env, 'worker');
-  // why before anything connects: a wrong Sentinel set or cluster seed list stops start-up here, naming its variable.
+  // why before anything connects: refused credentials, an untrusted certificate or a wrong Sentinel
+  // set or seed list stop start-up here, naming the variable; a Redis that is merely down does not.
   await checkRedisTargets(config.queueRedis, config.cacheRedis);
   const pino = createLogger(config, 'worker');
   const logger = new NestPinoLogger(pino);
@@ -40,6 +42,7 @@ async function bootstrap(): Promise<void> {
   const lifecycle = app.get(Lifecycle);
   const processor = app.get(JobProcessor);
   watchEvictionPolicy(app.get(WORKER_REDIS), config.redisEvictionCheck, logger);
+  logRedisRefusals([app.get(WORKER_REDIS), app.get(CACHE_REDIS)], logger);
 
   stop = async (signal: string) => {
     logger.log(`${signal} received: finishing active jobs for up to ${config.shutdownTimeoutMs} ms`, 'Shutdown');

@@ -65,14 +65,50 @@ describe('loadConfig', () => {
 });
 
 describe('loadConfig security settings', () => {
-  const key = 'k'.repeat(32);
+  // Keys as `openssl rand -hex 32` and `openssl rand -base64 32` print them.
+  const key = '9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08';
+  const other = 'q3Vd8xK2mZ7/tR+4bN1cW9eH6yJ0sL5fA8gU2iO7pE4=';
 
   it('parses named and bare API keys', () => {
-    const config = loadConfig({ API_KEYS: `ci=${key}, ${'x'.repeat(20)}` });
+    const config = loadConfig({ API_KEYS: `ci=${key}, ${other}` });
     expect(config.apiKeys).toEqual([
       { name: 'ci', key },
-      { name: 'key-2', key: 'x'.repeat(20) },
+      { name: 'key-2', key: other },
     ]);
+  });
+
+  it('refuses keys of under 128 bits of estimated entropy, naming the variable and the key but never its value', () => {
+    const weak = 'key-a-0123456789abcdef';
+    expect(() => loadConfig({ API_KEYS: `ci=${key},alice=${weak}` })).toThrow(/API_KEYS: the key named "alice" is too weak/);
+    expect(() => loadConfig({ API_KEYS: `ci=${key},alice=${weak}` })).not.toThrow(new RegExp(weak));
+    expect(() => loadConfig({ API_KEYS: key, ADMIN_API_KEYS: `ops=${'a'.repeat(64)}` })).toThrow(/ADMIN_API_KEYS: the key named "ops" is too weak/);
+    expect(() => loadConfig({ API_KEYS: 'a'.repeat(16) })).toThrow(/API_KEYS: the key named "key-1" is too weak/);
+  });
+
+  it('keeps admin keys apart from client keys', () => {
+    const config = loadConfig({ API_KEYS: `web=${key}`, ADMIN_API_KEYS: `ops=${other}` });
+    expect(config.apiKeys).toEqual([{ name: 'web', key }]);
+    expect(config.adminApiKeys).toEqual([{ name: 'ops', key: other }]);
+    expect(loadConfig({}).adminApiKeys).toEqual([]);
+    expect(() => loadConfig({ API_KEYS: `web=${key}`, ADMIN_API_KEYS: `ops=${key}` })).toThrow(/ADMIN_API_KEYS: the key named "ops" is also one of API_KEYS/);
+    expect(() => loadConfig({ ADMIN_API_KEYS: `ops=${key},ops=${other}` })).toThrow(/ADMIN_API_KEYS: key names must be unique/);
+    expect(() => loadConfig({ ADMIN_API_KEYS: 'short-secret' })).toThrow(/ADMIN_API_KEYS: .*value hidden/);
+  });
+
+  it('reads TRUSTED_PROXIES as IPv4 and IPv6 ranges, naming it when an entry is not one', () => {
+    expect(loadConfig({}).trustedProxies).toEqual([]);
+    expect(loadConfig({ TRUSTED_PROXIES: '10.0.0.0/8, 192.0.2.7,fd00::/8' }).trustedProxies).toEqual([
+      { address: '10.0.0.0', prefix: 8, family: 'ipv4' },
+      { address: '192.0.2.7', prefix: 32, family: 'ipv4' },
+      { address: 'fd00::', prefix: 8, family: 'ipv6' },
+    ]);
+    expect(() => loadConfig({ TRUSTED_PROXIES: '10.0.0.0/8,ingress.internal' })).toThrow(/TRUSTED_PROXIES: "ingress.internal" is not an IPv4 or IPv6 address or CIDR range/);
+    expect(() => loadConfig({ TRUSTED_PROXIES: '10.0.0.0/33' })).toThrow(/TRUSTED_PROXIES: /);
+  });
+
+  it('refuses TRUST_PROXY_HOPS, which trusted any peer, pointing to TRUSTED_PROXIES', () => {
+    expect(() => loadConfig({ TRUST_PROXY_HOPS: '1' })).toThrow(/TRUST_PROXY_HOPS: no longer read; list the addresses of your proxies in TRUSTED_PROXIES/);
+    expect(loadConfig({ TRUST_PROXY_HOPS: '0' }).trustedProxies).toEqual([]);
   });
 
   it('refuses short keys without echoing them', () => {
@@ -82,7 +118,7 @@ describe('loadConfig security settings', () => {
   });
 
   it('refuses duplicate key names', () => {
-    expect(() => loadConfig({ API_KEYS: `a=${key},a=${key}x` })).toThrow(/unique/);
+    expect(() => loadConfig({ API_KEYS: `a=${key},a=${other}` })).toThrow(/unique/);
   });
 
   it('makes the API refuse to run open in production, unless told a gateway authenticates', () => {
@@ -100,11 +136,13 @@ describe('loadConfig security settings', () => {
     expect(() => loadConfig({ NODE_ENV: 'production', ALLOW_UNAUTHENTICATED: 'true', API_DOCS: 'true' }, 'api')).toThrow(/API_DOCS: needs API_KEYS/);
   });
 
-  it('serves the queue dashboard only when asked, read-only unless told otherwise, in production only behind the keys', () => {
+  it('serves the queue dashboard only when asked, read-only unless told otherwise, in production only to admin keys', () => {
     expect(loadConfig({})).toMatchObject({ queueDashboard: false, queueDashboardReadOnly: true });
     expect(loadConfig({ QUEUE_DASHBOARD: 'true', QUEUE_DASHBOARD_READONLY: 'false' })).toMatchObject({ queueDashboard: true, queueDashboardReadOnly: false });
     expect(() => loadConfig({ QUEUE_DASHBOARD: 'sure' })).toThrow(/QUEUE_DASHBOARD: /);
-    expect(() => loadConfig({ NODE_ENV: 'production', ALLOW_UNAUTHENTICATED: 'true', QUEUE_DASHBOARD: 'true' }, 'api')).toThrow(/QUEUE_DASHBOARD: needs API_KEYS/);
+    expect(() => loadConfig({ NODE_ENV: 'production', ALLOW_UNAUTHENTICATED: 'true', QUEUE_DASHBOARD: 'true' }, 'api')).toThrow(/QUEUE_DASHBOARD: needs ADMIN_API_KEYS/);
+    expect(() => loadConfig({ NODE_ENV: 'production', API_KEYS: key, QUEUE_DASHBOARD: 'true' }, 'api')).toThrow(/QUEUE_DASHBOARD: needs ADMIN_API_KEYS/);
+    expect(loadConfig({ NODE_ENV: 'production', API_KEYS: key, ADMIN_API_KEYS: other, QUEUE_DASHBOARD: 'true' }, 'api').queueDashboard).toBe(true);
     // The worker shares the environment but never serves it, and has no keys.
     expect(loadConfig({ NODE_ENV: 'production', QUEUE_DASHBOARD: 'true' }, 'worker').queueDashboard).toBe(true);
   });
@@ -133,7 +171,7 @@ describe('loadConfig security settings', () => {
         { host: '[::1]', port: 9000 },
         { host: 'xn--bcher-kva.example', port: 443 },
       ]);
-      expect(loadConfig({ ...on, NODE_ENV: 'production', API_KEYS: 'k'.repeat(16) }).webhooks!.schemes).toEqual(['https:']);
+      expect(loadConfig({ ...on, NODE_ENV: 'production', API_KEYS: key }).webhooks!.schemes).toEqual(['https:']);
     });
 
     it.each([

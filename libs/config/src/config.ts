@@ -1,6 +1,9 @@
 import { z } from 'zod';
+import { type Cidr, parseCidr } from './cidr';
 import { cpuBudget } from './cpu-budget';
-import { type RedisTarget, resolveTarget, standalone } from './redis-target';
+import { weakKeys } from './key-strength';
+import { type RedisAuth, type RedisTarget, resolveTarget, standalone } from './redis-target';
+import { readCaFile } from './tls-ca';
 
 /**
  * Every setting the two apps read, parsed once at start-up from the environment.
@@ -56,7 +59,8 @@ const hostList = z
 // Sentinel's name for the monitored primary (`sentinel monitor <name> …`).
 const sentinelName = z.string().trim().regex(/^[\x21-\x7e]{1,128}$/, 'must be 1-128 printable characters without spaces');
 
-// API keys: comma-separated, each `name=key` or a bare key; keys are 16+ printable characters.
+// API keys: comma-separated, each `name=key` or a bare key; keys are 16+ printable characters (and
+// at least 128 bits of estimated entropy: see key-strength.ts, checked in loadConfig).
 const apiKeys = z
   .string()
   .transform((v) => v.split(',').map((entry) => entry.trim()).filter(Boolean))
@@ -64,14 +68,31 @@ const apiKeys = z
     z.array(
       z
         .string()
-        .regex(/^([\w.-]{1,64}=)?[\x21-\x2b\x2d-\x3c\x3e-\x7e]{16,256}$/, 'each key must be 16-256 printable characters, optionally named as name=key'),
+        .regex(/^([\w.-]{1,64}=)?[\x21-\x2b\x2d-\x7e]{16,256}$/, 'each key must be 16-256 printable characters, optionally named as name=key'),
     ),
   )
   .transform((entries) =>
     entries.map((entry, i) => {
-      const eq = entry.indexOf('=');
-      return eq > 0 ? { name: entry.slice(0, eq), key: entry.slice(eq + 1) } : { name: `key-${i + 1}`, key: entry };
+      // why not split at any `=`: a bare base64 key ends in `=` padding (`openssl rand -base64 32`).
+      const named = /^([\w.-]{1,64})=(.{16,})$/.exec(entry);
+      return named ? { name: named[1], key: named[2] } : { name: `key-${i + 1}`, key: entry };
     }),
+  );
+
+// Address ranges: comma-separated CIDRs (`10.0.0.0/8`, `fd00::/8`) or single addresses, IPv4 or IPv6.
+const cidrList = z
+  .string()
+  .transform((v) => v.split(',').map((entry) => entry.trim()).filter(Boolean))
+  .pipe(
+    z
+      .array(
+        z.string().transform((entry, ctx): Cidr | typeof z.NEVER => {
+          const cidr = parseCidr(entry);
+          if (!cidr) ctx.addIssue({ code: 'custom', message: `"${entry}" is not an IPv4 or IPv6 address or CIDR range (e.g. 10.0.0.0/8, fd00::/8)` });
+          return cidr ?? z.NEVER;
+        }),
+      )
+      .min(1, 'must name at least one address range'),
   );
 
 // OTLP/HTTP base URL, as the OpenTelemetry specification defines OTEL_EXPORTER_OTLP_ENDPOINT.
@@ -114,17 +135,20 @@ const webhookSecret = z
 /**
  * One WEBHOOK_ALLOWED_HOSTS entry, `host` or `host:port` (`[v6]:port`), normalized the way WHATWG URL
  * normalizes a callback URL's host (lowercase, IDNA to punycode, IPv4 forms to dotted decimal), so
- * the two compare exactly. Without a port it allows the scheme's default port only.
+ * the two compare exactly. Without a port it allows the scheme's default port only. `name=host…`
+ * allows it to the API key of that name only.
  */
 function hostEntry(entry: string, ctx: z.RefinementCtx): WebhookHost | typeof z.NEVER {
-  const match = /^(\[[0-9a-fA-F:.]+\]|[^\s:/?#@[\]\\*]+)(?::(\d{1,5}))?$/.exec(entry);
+  const scoped = /^([\w.-]{1,64})=(.*)$/.exec(entry);
+  const hostPart = scoped ? scoped[2] : entry;
+  const match = /^(\[[0-9a-fA-F:.]+\]|[^\s:/?#@[\]\\*=]+)(?::(\d{1,5}))?$/.exec(hostPart);
   const host = match && URL.canParse(`http://${match[1]}`) ? new URL(`http://${match[1]}`).hostname : undefined;
   const port = match?.[2] === undefined ? undefined : Number(match[2]);
   if (!host || (port !== undefined && (port < 1 || port > 65535))) {
-    ctx.addIssue({ code: 'custom', message: `"${entry}" is not a host or host:port (no scheme, path or wildcard)` });
+    ctx.addIssue({ code: 'custom', message: `"${entry}" is not a host, host:port or keyname=host:port (no scheme, path or wildcard)` });
     return z.NEVER;
   }
-  return port === undefined ? { host } : { host, port };
+  return { host, ...(port === undefined ? {} : { port }), ...(scoped ? { key: scoped[1] } : {}) };
 }
 
 const webhookHostList = z
@@ -141,6 +165,7 @@ const schema = z.object({
   REDIS_USERNAME: z.string().regex(/^[\x21-\x7e]{1,256}$/, 'must be 1-256 printable characters without spaces').optional(),
   REDIS_PASSWORD: z.string().max(4096, 'must be at most 4096 characters').optional(),
   REDIS_TLS: bool.default(false),
+  REDIS_TLS_CA_FILE: z.string().trim().min(1).optional(),
   REDIS_MIN_REPLICAS_ACK: int(0, 16).default(0),
   CACHE_REDIS_URL: redisUrl.optional(),
   CACHE_REDIS_SENTINELS: hostList.optional(),
@@ -173,10 +198,12 @@ const schema = z.object({
   CHAOS_JOBS: bool.default(false),
   DEMO: bool.default(false),
   API_KEYS: apiKeys.optional(),
+  ADMIN_API_KEYS: apiKeys.optional(),
   ALLOW_UNAUTHENTICATED: bool.default(false),
   RATE_LIMIT_PER_MINUTE: int(0, 10_000_000).default(0),
   RATE_LIMIT_BURST: int(1, 10_000_000).optional(),
-  TRUST_PROXY_HOPS: int(0, 10).default(0),
+  TRUSTED_PROXIES: cidrList.optional(),
+  TRUST_PROXY_HOPS: z.string().trim().optional(),
   REDIS_EVICTION_CHECK: z.enum(['warn', 'refuse', 'off']).default('warn'),
   API_DOCS: bool.optional(),
   QUEUE_DASHBOARD: bool.default(false),
@@ -203,6 +230,8 @@ const schema = z.object({
 export interface WebhookHost {
   readonly host: string;
   readonly port?: number;
+  /** The API key (by name) whose callbacks may go there; undefined: every key's. */
+  readonly key?: string;
 }
 
 /** Webhook settings; present only when WEBHOOK_SECRET and WEBHOOK_ALLOWED_HOSTS are both set. */
@@ -268,19 +297,21 @@ export interface Config {
   readonly chaosJobs: boolean;
   /** Serves the /demo page (live event-loop chart). Never in production. */
   readonly demo: boolean;
-  /** Keys accepted on /v1 (Authorization: Bearer or x-api-key); empty means no authentication. */
+  /** Client keys, accepted on /v1 (Authorization: Bearer or x-api-key) and /docs; empty means no authentication. */
   readonly apiKeys: ReadonlyArray<{ readonly name: string; readonly key: string }>;
+  /** Admin keys, the only ones accepted on /admin/* (the queue dashboard) once any key is set; never on /v1. */
+  readonly adminApiKeys: ReadonlyArray<{ readonly name: string; readonly key: string }>;
   /** Requests per minute per API key (per client IP without keys), shared by all replicas; 0 is off. */
   readonly rateLimitPerMinute: number;
   /** Requests a client may make at once before the per-minute rate applies. */
   readonly rateLimitBurst: number;
-  /** Proxies in front of the API whose X-Forwarded-For entries are trusted to name the client. */
-  readonly trustProxyHops: number;
+  /** Proxies whose X-Forwarded-For is read (only when one of them is the direct peer); empty: never read. */
+  readonly trustedProxies: readonly Cidr[];
   /** What to do when the queue Redis may evict keys (evicted keys are lost jobs). */
   readonly redisEvictionCheck: 'warn' | 'refuse' | 'off';
   /** Serves the OpenAPI document (/docs-json) and its interactive page (/docs); behind the API keys when set. */
   readonly apiDocs: boolean;
-  /** Serves the Bull Board queue dashboard at /admin/queues, behind the API keys when set. */
+  /** Serves the Bull Board queue dashboard at /admin/queues, to admin keys only when any key is set. */
   readonly queueDashboard: boolean;
   /** The dashboard only shows; retry, remove, pause, clean and add are refused. */
   readonly queueDashboardReadOnly: boolean;
@@ -299,7 +330,7 @@ export interface Config {
 }
 
 /** Variables whose values may hold credentials: never echoed in error messages. */
-const SECRET = new Set(['REDIS_URL', 'CACHE_REDIS_URL', 'REDIS_PASSWORD', 'API_KEYS', 'OTEL_EXPORTER_OTLP_HEADERS', 'WEBHOOK_SECRET']);
+const SECRET = new Set(['REDIS_URL', 'CACHE_REDIS_URL', 'REDIS_PASSWORD', 'API_KEYS', 'ADMIN_API_KEYS', 'OTEL_EXPORTER_OTLP_HEADERS', 'WEBHOOK_SECRET']);
 
 const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
 
@@ -328,8 +359,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, app?: 'api' | '
     );
   }
   const e = parsed.data;
-  const auth = { username: e.REDIS_USERNAME, password: e.REDIS_PASSWORD, tls: e.REDIS_TLS };
   const redisProblems: string[] = [];
+  const ca = e.REDIS_TLS_CA_FILE === undefined ? undefined : readCaFile(e.REDIS_TLS_CA_FILE);
+  if (ca && 'problem' in ca) redisProblems.push(ca.problem);
+  const auth: RedisAuth = {
+    username: e.REDIS_USERNAME,
+    password: e.REDIS_PASSWORD,
+    tls: e.REDIS_TLS,
+    ...(ca && 'pem' in ca ? { ca: ca.pem } : {}),
+  };
   const queueRedis =
     resolveTarget(
       { prefix: 'REDIS_', url: e.REDIS_URL, sentinels: e.REDIS_SENTINELS, sentinelName: e.REDIS_SENTINEL_NAME, clusterNodes: e.REDIS_CLUSTER_NODES },
@@ -350,6 +388,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, app?: 'api' | '
     ) ?? queueRedis;
   const refused = [
     ...redisProblems,
+    ca && 'pem' in ca && !queueRedis.tls && !cacheRedis.tls && 'REDIS_TLS_CA_FILE: set, but no Redis is reached over TLS (set REDIS_TLS=true or use rediss:// URLs)',
     e.CHAOS_JOBS && e.NODE_ENV === 'production' && 'CHAOS_JOBS: must not be enabled when NODE_ENV=production',
     e.DEMO && e.NODE_ENV === 'production' && 'DEMO: must not be enabled when NODE_ENV=production',
     app === 'api' &&
@@ -366,9 +405,23 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, app?: 'api' | '
     app === 'api' &&
       e.NODE_ENV === 'production' &&
       e.QUEUE_DASHBOARD &&
-      !e.API_KEYS?.length &&
-      'QUEUE_DASHBOARD: needs API_KEYS when NODE_ENV=production (the dashboard is served behind the keys)',
+      !e.ADMIN_API_KEYS?.length &&
+      'QUEUE_DASHBOARD: needs ADMIN_API_KEYS when NODE_ENV=production (the dashboard is served to admin keys only)',
     new Set(e.API_KEYS?.map((k) => k.name)).size !== (e.API_KEYS?.length ?? 0) && 'API_KEYS: key names must be unique',
+    new Set(e.ADMIN_API_KEYS?.map((k) => k.name)).size !== (e.ADMIN_API_KEYS?.length ?? 0) && 'ADMIN_API_KEYS: key names must be unique',
+    ...weakKeys('API_KEYS', e.API_KEYS),
+    ...weakKeys('ADMIN_API_KEYS', e.ADMIN_API_KEYS),
+    ...(e.ADMIN_API_KEYS ?? [])
+      .filter((admin) => e.API_KEYS?.some((client) => client.key === admin.key))
+      .map((admin) => `ADMIN_API_KEYS: the key named "${admin.name}" is also one of API_KEYS; an admin key must be a key of its own`),
+    // why refuse rather than ignore: it trusted X-Forwarded-For from whatever peer sent it; ignored, a
+    // proxy's clients would silently share its address, and so its rate limit and failed-sign-in budget.
+    e.TRUST_PROXY_HOPS !== undefined &&
+      e.TRUST_PROXY_HOPS !== '0' &&
+      'TRUST_PROXY_HOPS: no longer read; list the addresses of your proxies in TRUSTED_PROXIES instead (CIDRs, e.g. 10.0.0.0/8), and remove it',
+    ...(e.WEBHOOK_ALLOWED_HOSTS ?? [])
+      .filter((h) => h.key !== undefined && !e.API_KEYS?.some((k) => k.name === h.key))
+      .map((h) => `WEBHOOK_ALLOWED_HOSTS: "${h.key}=${h.host}" names no key of API_KEYS`),
     (e.WEBHOOK_SECRET === undefined) !== (e.WEBHOOK_ALLOWED_HOSTS === undefined) &&
       'WEBHOOK_SECRET and WEBHOOK_ALLOWED_HOSTS: set both to turn webhooks on, or neither',
   ].filter((p): p is string => typeof p === 'string');
@@ -402,9 +455,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, app?: 'api' | '
     chaosJobs: e.CHAOS_JOBS,
     demo: e.DEMO,
     apiKeys: Object.freeze((e.API_KEYS ?? []).map((k) => Object.freeze(k))),
+    adminApiKeys: Object.freeze((e.ADMIN_API_KEYS ?? []).map((k) => Object.freeze(k))),
     rateLimitPerMinute: e.RATE_LIMIT_PER_MINUTE,
     rateLimitBurst: e.RATE_LIMIT_BURST ?? Math.max(1, Math.ceil(e.RATE_LIMIT_PER_MINUTE / 10)),
-    trustProxyHops: e.TRUST_PROXY_HOPS,
+    trustedProxies: Object.freeze((e.TRUSTED_PROXIES ?? []).map((c) => Object.freeze(c))),
     redisEvictionCheck: e.REDIS_EVICTION_CHECK,
     apiDocs: e.API_DOCS ?? e.NODE_ENV !== 'production',
     queueDashboard: e.QUEUE_DASHBOARD,

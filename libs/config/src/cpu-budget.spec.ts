@@ -1,10 +1,16 @@
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { cgroupCpuLimit } from './cpu-budget';
 
 describe('cgroupCpuLimit', () => {
-  const root = () => mkdtempSync(join(tmpdir(), 'cgroup-'));
+  const made: string[] = [];
+  const root = () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cgroup-'));
+    made.push(dir);
+    return dir;
+  };
+  afterAll(() => made.forEach((dir) => rmSync(dir, { recursive: true, force: true })));
 
   it('reads a cgroup v2 quota', () => {
     const dir = root();

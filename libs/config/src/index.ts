@@ -1,3 +1,5 @@
+export { canonicalAddress, ipv6Groups } from './cidr';
+export type { Cidr } from './cidr';
 export { ConfigError, loadConfig } from './config';
 export type { Config, WebhookConfig, WebhookHost } from './config';
 export type { RedisHost, RedisTarget } from './redis-target';

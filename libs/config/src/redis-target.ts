@@ -4,11 +4,13 @@ export interface RedisHost {
   readonly port: number;
 }
 
-/** Credentials and TLS, shared by every topology (REDIS_USERNAME, REDIS_PASSWORD, REDIS_TLS). */
+/** Credentials and TLS, shared by every topology (REDIS_USERNAME, REDIS_PASSWORD, REDIS_TLS, REDIS_TLS_CA_FILE). */
 export interface RedisAuth {
   readonly username?: string;
   readonly password?: string;
   readonly tls: boolean;
+  /** PEM certificates of a private CA (REDIS_TLS_CA_FILE), trusted in addition to Node's defaults. */
+  readonly ca?: string;
 }
 
 /**
@@ -68,6 +70,7 @@ export function standalone(url: string, variable: string, auth: RedisAuth): Redi
     url,
     variable,
     tls: auth.tls || parsed.protocol === 'rediss:',
+    ...(auth.ca ? { ca: auth.ca } : {}),
     ...(own ? {} : { username: auth.username, password: auth.password }),
   });
 }

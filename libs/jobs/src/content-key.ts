@@ -19,11 +19,14 @@ export function canonicalJson(value: unknown): string {
 
 /**
  * The identity of a job's work: type, version and the canonical JSON of its validated input
- * (defaults applied). It keys the result cache and the single-flight deduplication, so equal work
- * runs once. why a string: the same text is what the job carries, so a large input is serialized once.
+ * (defaults applied), and for a type whose runs and results are not shared between callers
+ * (`share: 'caller'`), the caller's scope too. It keys the result cache and the single-flight
+ * deduplication, so equal work runs once, and only callers who may share it meet. why a string:
+ * the same text is what the job carries, so a large input is serialized once.
  */
-export function contentKey(def: Pick<JobDefinition, 'name' | 'version'>, inputJson: string): string {
+export function contentKey(def: Pick<JobDefinition, 'name' | 'version'> & Partial<Pick<JobDefinition, 'share'>>, inputJson: string, scope?: string): string {
   // why the one-shot hash: no Hash object per call (2.4 → 1.7 µs here for a small input), same digest.
-  const digest = hash('sha256', inputJson, 'base64url');
-  return `${def.name}:v${def.version}:${digest}`;
+  if (def.share !== 'caller') return `${def.name}:v${def.version}:${hash('sha256', inputJson, 'base64url')}`;
+  // why the scope inside the digest, not beside it: the key names no caller, yet two callers never meet.
+  return `${def.name}:v${def.version}:c:${hash('sha256', `${scope ?? ''}\n${inputJson}`, 'base64url')}`;
 }

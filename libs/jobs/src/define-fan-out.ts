@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { defineJob, JobContext, JobDefinition, JobSchedule, RetryPolicy } from './define-job';
+import { defineJob, JobContext, JobDefinition, JobSchedule, JobShare, RetryPolicy } from './define-job';
 
 /** Most children one job may split into: each is a BullMQ job of its own. */
 export const MAX_CHUNKS = 1000;
@@ -26,6 +26,8 @@ export function defineFanOut<const Name extends string, In extends z.ZodType, Ou
   /** Caps `split` and `merge` each; every child has its own type's timeout. */
   timeoutMs: number;
   cacheTtlSeconds: number;
+  /** `all` by default; its children share as their own type declares, under the same caller. */
+  share?: JobShare;
   retry?: Partial<RetryPolicy>;
   priority?: number;
   examples?: readonly z.input<In>[];

@@ -99,6 +99,14 @@ export interface JobDefinition<Name extends string = string, In = any, Out = any
   readonly timeoutMs: number;
   /** How long a completed result is served from the Redis cache; 0 disables caching. */
   readonly cacheTtlSeconds: number;
+  /**
+   * Who shares this type's runs and results: `all` callers (identical inputs from any API key join
+   * one run and one cached result), or only the same `caller` (its key's name scopes the content key,
+   * so single flight and the cache never answer one key with another's work). Choose `caller` when
+   * an input may hold a secret: with `all`, a cache hit or a joined run tells a caller that someone
+   * submitted that exact input (e.g. confirms a guessed password).
+   */
+  readonly share: JobShare;
   readonly retry: RetryPolicy;
   /** The BullMQ queue its jobs go to; workers choose queues with WORKER_QUEUES. */
   readonly queue: string;
@@ -129,6 +137,9 @@ export interface FanOut<In = unknown, Out = unknown> {
   merge(results: unknown[], input: In): Out;
 }
 
+/** Who shares a type's runs and results (see JobDefinition.share). */
+export type JobShare = 'all' | 'caller';
+
 /** The queue of every type that names none. */
 export const DEFAULT_QUEUE = 'default';
 /** BullMQ's priority range (1 … 2^21). */
@@ -153,6 +164,8 @@ export function defineJob<const Name extends string, In extends z.ZodType, Out e
   output: Out;
   timeoutMs: number;
   cacheTtlSeconds: number;
+  /** `all` by default. */
+  share?: JobShare;
   retry?: Partial<RetryPolicy>;
   queue?: string;
   priority?: number;
@@ -172,6 +185,7 @@ export function defineJob<const Name extends string, In extends z.ZodType, Out e
     !(Number.isInteger(def.cacheTtlSeconds) && def.cacheTtlSeconds >= 0) && 'cacheTtlSeconds must be >= 0',
     def.retry?.attempts !== undefined && !(def.retry.attempts >= 1) && 'retry.attempts must be >= 1',
     def.queue !== undefined && !QUEUE_NAME.test(def.queue) && `queue must match ${QUEUE_NAME}`,
+    def.share !== undefined && def.share !== 'all' && def.share !== 'caller' && "share must be 'all' or 'caller'",
     def.priority !== undefined && !(Number.isInteger(def.priority) && def.priority >= 1 && def.priority <= MAX_PRIORITY) && `priority must be an integer from 1 to ${MAX_PRIORITY}`,
     previous.some((p) => !(Number.isInteger(p.version) && p.version > 0 && p.version < def.version)) &&
       'previousVersions must be positive integers below version',
@@ -188,6 +202,7 @@ export function defineJob<const Name extends string, In extends z.ZodType, Out e
   return Object.freeze({
     ...def,
     queue: def.queue ?? DEFAULT_QUEUE,
+    share: def.share ?? 'all',
     previousVersions: Object.freeze([...previous]),
     examples: Object.freeze([...examples]),
     schedules: Object.freeze(schedules.map(({ problem, ...s }) => Object.freeze(s))),

@@ -86,6 +86,16 @@ describe('contentKey', () => {
     expect(keys.size).toBe(4);
   });
 
+  it("scopes a `share: 'caller'` type's key to the caller, and only that type's", () => {
+    const input = '{"password":"hunter2"}';
+    const caller = { name: 'pbkdf2', version: 1, share: 'caller' as const };
+    expect(contentKey(caller, input, 'key:alice')).not.toBe(contentKey(caller, input, 'key:bob'));
+    expect(contentKey(caller, input, 'key:alice')).toBe(contentKey(caller, input, 'key:alice'));
+    expect(contentKey(caller, input, 'key:alice')).not.toContain('alice');
+    expect(contentKey({ name: 'fibonacci', version: 1 }, '{"n":5}', 'key:alice')).toBe(contentKey({ name: 'fibonacci', version: 1 }, '{"n":5}', 'key:bob'));
+    expect(pbkdf2.share).toBe('caller');
+  });
+
   it('writes canonical JSON recursively and keeps array order', () => {
     expect(canonicalJson({ b: [3, { d: 1, c: 2 }], a: null })).toBe('{"a":null,"b":[3,{"c":2,"d":1}]}');
   });

@@ -34,6 +34,8 @@ export const pbkdf2 = defineJob({
   examples: [{ password: 'correct horse', salt: 'battery staple', iterations: 100_000, keylen: 32, digest: 'sha256' }],
   timeoutMs: 60_000,
   cacheTtlSeconds: 3600,
+  // why: the input is a password; shared runs and results would let one API key confirm another's guess.
+  share: 'caller',
   // why: the synchronous variant is right here: it blocks only this pool thread, never an event loop.
   run: ({ password, salt, iterations, keylen, digest }) => ({
     hash: pbkdf2Sync(password, salt, iterations, keylen, digest).toString('hex'),

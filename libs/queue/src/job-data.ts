@@ -8,8 +8,14 @@ export interface JobData {
   inputJson: string;
   /** Version of the job type the input was validated against. */
   version: number;
-  /** Content key (type, version, input hash): the cache key and the deduplication id. */
+  /**
+   * Content key (type, version, input hash, and scope for a `share: 'caller'` type): the
+   * deduplication id. The worker caches a result under the key it computes itself from the
+   * validated input (see the pool thread), never under this one.
+   */
   key: string;
+  /** The submitting caller's scope, for a `share: 'caller'` type only: part of its content key. */
+  scope?: string;
   /** Request id of the submission, so the worker's log lines for this job carry it. */
   requestId?: string;
   /**

@@ -59,11 +59,13 @@ export const SCHEDULED_JOB_ID = /^repeat:[a-z][a-z0-9-]{0,62}:[a-z][a-z0-9-]{0,6
 export const WEBHOOK_QUEUE = '_webhooks';
 
 /**
- * The id of the delivery of job `jobId`'s final view to `url`: one per job and URL, so a retried or
- * joined submission with the same URL adds nothing. It is also the `webhook-id` receivers dedupe on.
+ * The id of the delivery of job `jobId`'s final view to `url` for the caller of `scope`: one per
+ * job, URL and caller, so a retried or joined submission of the same caller with the same URL adds
+ * nothing, while another caller joining the job gets its own (signed with its key's name). It is
+ * also the `webhook-id` receivers dedupe on.
  */
-export function webhookDeliveryId(jobId: string, url: string): string {
-  return `msg_${createHash('sha256').update(`${jobId}\n${url}`).digest('hex').slice(0, 32)}`;
+export function webhookDeliveryId(jobId: string, url: string, scope: string): string {
+  return `msg_${createHash('sha256').update(`${jobId}\n${url}\n${scope}`).digest('hex').slice(0, 32)}`;
 }
 
 /** Names of the keys and channels this service writes next to BullMQ's. */
@@ -75,13 +77,27 @@ export function queueKeys(prefix: string) {
     cancelMarker: (jobId: string) => `${prefix}:cancel:${jobId}`,
     /** The view of a job cancelled while still queued (BullMQ removes the job itself). */
     cancelledView: (jobId: string) => `${prefix}:cancelled:${jobId}`,
-    /** Hash of a fan-out job's children's progress (chunk index → percent), averaged into its own. */
-    fanOutProgress: (parentId: string) => `${prefix}:fan-out-progress:${parentId}`,
+    /**
+     * Set of the callers (scopes) that submitted or joined a job: with API keys, only they may read,
+     * stream or cancel it. Kept as long as the job or its cached result is readable.
+     */
+    owners: (jobId: string) => `${prefix}:owners:${jobId}`,
+    /**
+     * Hash of a fan-out job's children's progress (chunk index → percent), averaged into its own. In
+     * the parent's queue's hash slot, so one script updates both.
+     */
+    fanOutProgress: (queue: string, parentId: string) => `${queuePrefix(prefix, queue)}:fan-out-progress:${parentId}`,
     /**
      * The record of one Idempotency-Key of one caller (JSON: request fingerprint, planned job id, the
      * job id(s) once known). `digest` hashes the caller and the key, so neither is kept in clear.
      */
     idempotency: (digest: string) => `${prefix}:idempotency:${digest}`,
+    /** The rate-limit state (GCRA) of one client: `key:<name>`, or `ip:<hash>` of its address. */
+    rateLimit: (client: string) => `${prefix}:ratelimit:${client}`,
+    /** The failed authentications (GCRA) of one client address, hashed. */
+    authFailures: (addressDigest: string) => `${prefix}:auth-failures:${addressDigest}`,
+    /** A browser session of the docs and dashboard: `digest` hashes its cookie's token, which Redis never holds. */
+    adminSession: (digest: string) => `${prefix}:admin-session:${digest}`,
   };
 }
 

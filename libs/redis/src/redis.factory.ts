@@ -1,5 +1,7 @@
 import { Cluster, type ClusterOptions, Redis, type RedisOptions } from 'ioredis';
 import type { RedisTarget } from '@app/config';
+import { redisProblem } from './redis-refusal';
+import { tlsOptions } from './redis-tls';
 
 /** A connection to a standalone or Sentinel-managed Redis, or to a Redis Cluster. */
 export type RedisClient = Redis | Cluster;
@@ -32,6 +34,9 @@ const backOff = (attempt: number) => Math.min(attempt * 100, 2000);
  */
 const reconnectOnReadOnly = (error: Error) => (error.message.startsWith('READONLY') ? 2 : false);
 
+/** Why each connection's server refuses it, while it does (see redisProblem). */
+const refusals = new WeakMap<RedisClient, string>();
+
 /** Opens an ioredis connection to `target` (a redis:// URL, a Sentinel set or a Cluster) for `role`. */
 export function createRedis(target: RedisTarget, role: RedisRole, name: string): RedisClient {
   const { enableOfflineQueue, ...perNode } = ROLE_OPTIONS[role];
@@ -41,7 +46,7 @@ export function createRedis(target: RedisTarget, role: RedisRole, name: string):
     connectTimeout: 5000,
     username: target.username,
     password: target.password,
-    ...(target.tls ? { tls: {} } : {}),
+    tls: tlsOptions(target),
   };
   let client: RedisClient;
   if (target.kind === 'cluster') {
@@ -70,16 +75,28 @@ export function createRedis(target: RedisTarget, role: RedisRole, name: string):
             sentinelUsername: target.username,
             sentinelPassword: target.password,
             enableTLSForSentinelMode: target.tls,
-            ...(target.tls ? { sentinelTLS: {} } : {}),
+            sentinelTLS: tlsOptions(target),
             // why not ioredis' failoverDetector: in 5.11 a +switch-master heard while the client is
             // reconnecting ends the connection for good (status "end"). A dead primary drops the
             // connection anyway, and a demoted live one answers READONLY (see reconnectOnReadOnly).
           });
   }
-  return client.on('error', () => {
-    // why: errors surface through the commands that fail and through the readiness probe; without a
-    // listener ioredis would print every failed reconnect attempt as an unhandled error.
-  });
+  // why a listener: errors surface through the commands that fail and through the readiness probe;
+  // without one ioredis would print every failed reconnect attempt as an unhandled error. A refusal
+  // (credentials, TLS) is kept, so readiness names the setting to fix instead of "reconnecting".
+  const onError = (error: Error) => {
+    const problem = redisProblem(error, target);
+    if (problem) refusals.set(client, problem);
+    else refusals.delete(client);
+  };
+  client.on('error', onError).on('ready', () => refusals.delete(client));
+  if (client instanceof Cluster) client.on('node error', onError);
+  return client;
+}
+
+/** Why Redis refuses `redis` (credentials, permissions, certificate), naming the setting to fix; undefined unless it does. */
+export function redisRefusal(redis: RedisClient): string | undefined {
+  return refusals.get(redis);
 }
 
 /** Closes a connection without waiting for a Redis that may be gone. */
@@ -91,7 +108,7 @@ export async function closeRedis(redis: RedisClient): Promise<void> {
 
 /** Resolves when `redis` answers PING within `timeoutMs`, rejects otherwise. */
 export async function pingRedis(redis: RedisClient, timeoutMs = 1000): Promise<void> {
-  if (redis.status !== 'ready') throw new Error(`redis ${redis.status}`);
+  if (redis.status !== 'ready') throw new Error(refusals.get(redis) ?? `redis ${redis.status}`);
   let timer: NodeJS.Timeout | undefined;
   try {
     await Promise.race([

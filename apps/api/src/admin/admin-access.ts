@@ -1,16 +1,21 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
 import type { Config } from '@app/config';
+import { queueKeys } from '@app/queue';
+import type { RedisClient } from '@app/redis';
 import { ApiError } from '../http/api-error';
 import { sendProblem } from '../http/problem.reply';
-import { ApiKeys } from '../security/api-keys';
-import { AdminSessions, cookieValue, SESSION_COOKIE, SESSION_TTL_SECONDS } from './admin-session';
+import { ApiKeys, type KeyHolder, presentedKey, roleKeys } from '../security/api-keys';
+import { AuthFailures, tooManyFailures } from '../security/auth-failures';
+import { clientAddress, TrustedProxies } from '../security/client-address';
+import { AdminSessions, cookieValue, sessionCookie } from './admin-session';
+import { crossSite } from './cross-site';
 import { loginPage } from './login.page';
+import { registerLogin, type SignIn } from './login.routes';
 
 /** The pages people open in a browser: the API docs and the queue dashboard. */
 const BROWSER_PATHS = /^\/(docs($|[/?-])|admin\/)/;
+const ADMIN_PATHS = /^\/admin\//;
 const LOGIN_PATHS = new Set(['/admin/login', '/admin/logout']);
-/** Where a successful sign-in may send the browser back to. */
-const NEXT_PATHS = /^\/(docs|admin\/queues)([/?#][^\\\s]*)?$/;
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 /**
@@ -29,38 +34,38 @@ export const PAGE_CSP = [
   "frame-ancestors 'none'",
 ].join('; ');
 
+const wantsPage = (request: FastifyRequest) => request.method === 'GET' && /\btext\/html\b/.test(request.headers.accept ?? '');
+
 /**
- * Guards /docs* and /admin/* (registered by other plugins, whatever they are) with the API keys when
- * API_KEYS is set: the key in `Authorization: Bearer` or `x-api-key` (curl, a proxy that injects it),
- * or the cookie that signing in at /admin/login sets (a browser). Must run before those routes are
- * registered: it attaches itself to each one as it is added.
+ * Guards /docs* and /admin/* (registered by other plugins, whatever they are). /docs* takes a client
+ * key (API_KEYS) or an admin key (ADMIN_API_KEYS) once API_KEYS is set; /admin/* takes admin keys
+ * only, once either is set, and answers a client key 403. A key comes in `Authorization: Bearer` or
+ * `x-api-key` (curl, a proxy that injects it), or a browser's session cookie stands for one (signing
+ * in at /admin/login). A wrong key costs its address one of its tries (AuthFailures), as on /v1.
+ * Must run before those routes are registered: it attaches itself to each one as it is added.
  */
-export function registerAdminAccess(fastify: FastifyInstance, config: Config): void {
-  const keys = new ApiKeys(config.apiKeys);
-  const sessions = new AdminSessions(config.apiKeys);
-  const secure = config.env === 'production' ? '; Secure' : '';
-  const defaultNext = config.apiDocs ? '/docs' : '/admin/queues';
+export function registerAdminAccess(fastify: FastifyInstance, config: Config, redis: RedisClient): void {
+  const docsGuarded = config.apiKeys.length > 0;
+  const adminGuarded = docsGuarded || config.adminApiKeys.length > 0;
+  const signIn: SignIn = {
+    keys: new ApiKeys(roleKeys(config)),
+    failures: new AuthFailures(redis, config.redisPrefix),
+    proxies: new TrustedProxies(config.trustedProxies),
+    sessions: new AdminSessions(redis, queueKeys(config.redisPrefix).adminSession, roleKeys(config)),
+    cookie: sessionCookie(config.env),
+    defaultNext: config.apiDocs ? '/docs' : '/admin/queues',
+  };
+  const { keys, failures, proxies, sessions, cookie } = signIn;
 
   const pageHeaders: onRequestAsyncHookHandler = async (_request, reply) => {
     void reply.header('content-security-policy', PAGE_CSP);
   };
-  const guard: onRequestAsyncHookHandler = async (request, reply) => {
-    const byHeader = keys.identify(request.headers);
-    const bySession = byHeader ? undefined : sessions.verify(cookieValue(request.headers.cookie, SESSION_COOKIE));
-    if (!byHeader && !bySession) return deny(request, reply);
-    // why: a cookie rides along on cross-site requests; SameSite=Strict stops that in today's
-    // browsers, and this stops a cross-site form or fetch from changing anything in older ones.
-    if (bySession && !SAFE_METHODS.has(request.method) && crossSite(request)) {
-      sendProblem(new ApiError('FORBIDDEN', 'Cross-site requests may not change anything here'), request, reply);
-      return reply;
-    }
-  };
   const deny = (request: FastifyRequest, reply: FastifyReply) => {
-    if (request.method === 'GET' && /\btext\/html\b/.test(request.headers.accept ?? '')) {
+    if (wantsPage(request)) {
       return reply.status(401).type('text/html; charset=utf-8').header('cache-control', 'no-store').send(loginPage({ next: request.url }));
     }
     sendProblem(
-      new ApiError('UNAUTHORIZED', 'A valid API key is required (Authorization: Bearer <key>, x-api-key, or sign in at /admin/login)', {
+      new ApiError('UNAUTHORIZED', 'A valid key is required (Authorization: Bearer <key>, x-api-key, or sign in at /admin/login)', {
         headers: { 'www-authenticate': 'Bearer realm="nest-offload"' },
       }),
       request,
@@ -68,48 +73,60 @@ export function registerAdminAccess(fastify: FastifyInstance, config: Config): v
     );
     return reply;
   };
+  const refuseClientKey = (request: FastifyRequest, reply: FastifyReply, holder: KeyHolder) => {
+    const detail = `The queue dashboard takes admin keys (ADMIN_API_KEYS); "${holder.name}" is a client key (API_KEYS)`;
+    if (wantsPage(request)) {
+      return reply.status(403).type('text/html; charset=utf-8').header('cache-control', 'no-store').send(loginPage({ next: request.url, error: `${detail}.` }));
+    }
+    sendProblem(new ApiError('FORBIDDEN', detail), request, reply);
+    return reply;
+  };
+
+  /** Who sent the request, by its key or else its session; undefined (refusal sent) for nobody. */
+  const signedIn = async (request: FastifyRequest, reply: FastifyReply): Promise<{ holder: KeyHolder; bySession: boolean } | undefined> => {
+    const presented = presentedKey(request.headers);
+    if (presented !== undefined) {
+      const outcome = await failures.check(keys.identify(presented), clientAddress(request.raw, proxies));
+      if ('holder' in outcome) return { holder: outcome.holder, bySession: false };
+      if ('retryAfterSeconds' in outcome) sendProblem(tooManyFailures(outcome.retryAfterSeconds), request, reply);
+      else deny(request, reply);
+      return undefined;
+    }
+    // why no bucket for sessions: a token is 256 random bits, not worth guessing, and a browser
+    // already signed in is not locked out by someone guessing keys behind the same address.
+    const holder = await sessions.find(cookieValue(request.headers.cookie, cookie.name));
+    if (holder) return { holder, bySession: true };
+    deny(request, reply);
+    return undefined;
+  };
+  const guard =
+    (adminOnly: boolean): onRequestAsyncHookHandler =>
+    async (request, reply) => {
+      try {
+        const who = await signedIn(request, reply);
+        if (!who) return reply;
+        if (adminOnly && who.holder.role !== 'admin') return refuseClientKey(request, reply, who.holder);
+        // why: a cookie rides along on cross-site requests; SameSite=Strict stops that in today's
+        // browsers, and this stops a cross-site form or fetch from changing anything in older ones.
+        if (who.bySession && !SAFE_METHODS.has(request.method) && crossSite(request)) {
+          sendProblem(new ApiError('FORBIDDEN', 'Cross-site requests may not change anything here'), request, reply);
+          return reply;
+        }
+      } catch (error) {
+        sendProblem(error, request, reply);
+        return reply;
+      }
+    };
+  const docsGuard = guard(false);
+  const adminGuard = guard(true);
 
   fastify.addHook('onRoute', (route) => {
     if (!BROWSER_PATHS.test(route.url)) return;
     const hooks = [route.onRequest ?? []].flat();
-    route.onRequest = [pageHeaders, ...(keys.enabled && !LOGIN_PATHS.has(route.url) ? [guard] : []), ...hooks];
+    const admin = ADMIN_PATHS.test(route.url);
+    const guarded = !LOGIN_PATHS.has(route.url) && (admin ? adminGuarded : docsGuarded);
+    route.onRequest = [pageHeaders, ...(guarded ? [admin ? adminGuard : docsGuard] : []), ...hooks];
   });
-  // Nothing to sign in to without keys, or without a page to show.
-  if (!keys.enabled || (!config.apiDocs && !config.queueDashboard)) return;
-
-  void fastify.register(async (scope) => {
-    scope.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: 4096 }, (_request, body, done) =>
-      done(null, Object.fromEntries(new URLSearchParams(body as string))),
-    );
-    const nextOf = (value: unknown) => (typeof value === 'string' && NEXT_PATHS.test(value) && !value.startsWith('//') ? value : defaultNext);
-    const page = (reply: FastifyReply, status: number, html: string) =>
-      reply.status(status).type('text/html; charset=utf-8').header('cache-control', 'no-store').send(html);
-
-    scope.get('/admin/login', async (request, reply) => {
-      const signedInAs = sessions.verify(cookieValue(request.headers.cookie, SESSION_COOKIE));
-      return page(reply, 200, loginPage({ next: nextOf((request.query as { next?: unknown }).next), signedInAs }));
-    });
-    scope.post('/admin/login', async (request, reply) => {
-      if (crossSite(request)) {
-        sendProblem(new ApiError('FORBIDDEN', 'Sign in from this site’s own page'), request, reply);
-        return reply;
-      }
-      const form = (request.body ?? {}) as { key?: unknown; next?: unknown };
-      const name = typeof form.key === 'string' ? keys.identify({ 'x-api-key': form.key }) : undefined;
-      const next = nextOf(form.next);
-      if (!name) return page(reply, 401, loginPage({ next, error: 'That is not one of the API keys.' }));
-      const cookie = `${SESSION_COOKIE}=${sessions.issue(name)}; Path=/; Max-Age=${SESSION_TTL_SECONDS}; HttpOnly; SameSite=Strict${secure}`;
-      return reply.status(303).header('set-cookie', cookie).header('location', next).header('cache-control', 'no-store').send();
-    });
-    scope.post('/admin/logout', async (_request, reply) => {
-      const cookie = `${SESSION_COOKIE}=; Path=/; Max-Age=0; HttpOnly; SameSite=Strict${secure}`;
-      return reply.status(303).header('set-cookie', cookie).header('location', '/admin/login').send();
-    });
-  });
-}
-
-/** True when the browser says the request comes from another site (Fetch Metadata; absent outside browsers). */
-function crossSite(request: FastifyRequest): boolean {
-  const site = request.headers['sec-fetch-site'];
-  return site !== undefined && site !== 'same-origin' && site !== 'none';
+  // Nothing to sign in to without keys, or without a page to show behind them.
+  if ((docsGuarded && config.apiDocs) || (adminGuarded && config.queueDashboard)) registerLogin(fastify, signIn);
 }

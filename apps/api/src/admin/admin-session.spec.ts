@@ -1,36 +1,79 @@
-import { AdminSessions, cookieValue, SESSION_TTL_SECONDS } from './admin-session';
+import type { RedisClient } from '@app/redis';
+import type { RoleKey } from '../security/api-keys';
+import { AdminSessions, cookieValue, SESSION_TTL_SECONDS, sessionCookie, tokenDigest } from './admin-session';
+
+/** The three commands the sessions use, on a Map, with EX honoured against `now`. */
+function fakeRedis(now: () => number) {
+  const data = new Map<string, { value: string; until: number }>();
+  const redis = {
+    set: async (key: string, value: string, _ex: 'EX', seconds: number) => void data.set(key, { value, until: now() + seconds * 1000 }),
+    get: async (key: string) => {
+      const entry = data.get(key);
+      return entry && entry.until > now() ? entry.value : null;
+    },
+    del: async (key: string) => Number(data.delete(key)),
+  };
+  return { redis: redis as unknown as RedisClient, data };
+}
 
 describe('AdminSessions', () => {
-  const keys = [
-    { name: 'ops', key: 'o'.repeat(32) },
-    { name: 'ci', key: 'c'.repeat(32) },
+  const keys: RoleKey[] = [
+    { name: 'ops', key: 'o'.repeat(32), role: 'admin' },
+    { name: 'web', key: 'w'.repeat(32), role: 'client' },
   ];
   let now = 1_800_000_000_000;
-  const sessions = new AdminSessions(keys, () => now);
+  const clock = () => now;
+  const { redis, data } = fakeRedis(clock);
+  const keyOf = (digest: string) => `test:admin-session:${digest}`;
+  const sessions = new AdminSessions(redis, keyOf, keys, clock);
 
-  it('verifies the cookies it issued, naming the key', () => {
-    expect(sessions.verify(sessions.issue('ops'))).toBe('ops');
-    expect(sessions.verify(sessions.issue('ci'))).toBe('ci');
+  it('finds the sessions it opened, with their key name and role; Redis keeps only the token\'s hash', async () => {
+    const admin = await sessions.open({ name: 'ops', role: 'admin' });
+    const client = await sessions.open({ name: 'web', role: 'client' });
+    expect(admin).toMatch(/^[\w-]{43}$/);
+    expect(await sessions.find(admin)).toEqual({ name: 'ops', role: 'admin' });
+    expect(await sessions.find(client)).toEqual({ name: 'web', role: 'client' });
+    expect([...data.keys()]).toEqual(expect.arrayContaining([keyOf(tokenDigest(admin)), keyOf(tokenDigest(client))]));
+    const stored = JSON.stringify([...data.entries()]);
+    expect(stored).not.toContain(admin);
+    expect(stored).not.toContain('o'.repeat(16));
   });
 
-  it('refuses forged, altered, malformed and expired cookies', () => {
-    const cookie = sessions.issue('ops');
-    const [name, expires, mac] = cookie.split('.');
-    expect(sessions.verify(`${Buffer.from('ci').toString('base64url')}.${expires}.${mac}`)).toBeUndefined();
-    expect(sessions.verify(`${name}.${Number(expires) + 3600}.${mac}`)).toBeUndefined();
-    expect(sessions.verify(`${name}.${expires}.${mac.slice(0, -2)}AA`)).toBeUndefined();
-    expect(sessions.verify(`${name}.${expires}`)).toBeUndefined();
-    expect(sessions.verify(undefined)).toBeUndefined();
-    expect(sessions.verify('')).toBeUndefined();
-    now += SESSION_TTL_SECONDS * 1000;
-    expect(sessions.verify(cookie)).toBeUndefined();
+  it('refuses unknown, malformed and closed tokens; closing one leaves the others', async () => {
+    const one = await sessions.open({ name: 'ops', role: 'admin' });
+    const two = await sessions.open({ name: 'ops', role: 'admin' });
+    expect(await sessions.find(undefined)).toBeUndefined();
+    expect(await sessions.find('')).toBeUndefined();
+    expect(await sessions.find('A'.repeat(43))).toBeUndefined();
+    expect(await sessions.find(`${one}.x`)).toBeUndefined();
+    await sessions.close(one);
+    expect(await sessions.find(one)).toBeUndefined();
+    expect(await sessions.find(two)).toEqual({ name: 'ops', role: 'admin' });
   });
 
-  it('ends the sessions of a key that is rotated or removed', () => {
-    const cookie = sessions.issue('ops');
-    expect(new AdminSessions([{ name: 'ops', key: 'n'.repeat(32) }], () => now).verify(cookie)).toBeUndefined();
-    expect(new AdminSessions([keys[1]], () => now).verify(cookie)).toBeUndefined();
-    expect(new AdminSessions(keys, () => now).verify(cookie)).toBe('ops');
+  it('ends after SESSION_TTL_SECONDS', async () => {
+    const token = await sessions.open({ name: 'ops', role: 'admin' });
+    now += SESSION_TTL_SECONDS * 1000 - 1000;
+    expect(await sessions.find(token)).toBeDefined();
+    now += 1000;
+    expect(await sessions.find(token)).toBeUndefined();
+  });
+
+  it('ends the sessions of a key that is rotated, removed, or moved to the other list', async () => {
+    const token = await sessions.open({ name: 'ops', role: 'admin' });
+    const stored = data.get(keyOf(tokenDigest(token)))!.value;
+    expect(new AdminSessions(redis, keyOf, [{ name: 'ops', key: 'n'.repeat(32), role: 'admin' }], clock).holderOf(stored)).toBeUndefined();
+    expect(new AdminSessions(redis, keyOf, [keys[1]], clock).holderOf(stored)).toBeUndefined();
+    expect(new AdminSessions(redis, keyOf, [{ ...keys[0], role: 'client' }], clock).holderOf(stored)).toBeUndefined();
+    expect(new AdminSessions(redis, keyOf, keys, clock).holderOf(stored)).toEqual({ name: 'ops', role: 'admin' });
+    expect(sessions.holderOf('not json')).toBeUndefined();
+    expect(sessions.holderOf(JSON.stringify({ ...JSON.parse(stored), role: 'root' }))).toBeUndefined();
+  });
+
+  it('names its cookie __Host- and marks it Secure in production only', () => {
+    expect(sessionCookie('production').set('t')).toBe(`__Host-nest_offload_admin=t; Path=/; Max-Age=${SESSION_TTL_SECONDS}; HttpOnly; SameSite=Strict; Secure`);
+    expect(sessionCookie('production').clear()).toBe('__Host-nest_offload_admin=; Path=/; Max-Age=0; HttpOnly; SameSite=Strict; Secure');
+    expect(sessionCookie('development').set('t')).toBe(`nest_offload_admin=t; Path=/; Max-Age=${SESSION_TTL_SECONDS}; HttpOnly; SameSite=Strict`);
   });
 
   it('reads one cookie from a Cookie header', () => {

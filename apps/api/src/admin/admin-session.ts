@@ -1,47 +1,102 @@
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, randomBytes } from 'node:crypto';
+import type { RedisClient } from '@app/redis';
+import type { KeyHolder, KeyRole, RoleKey } from '../security/api-keys';
 
-export const SESSION_COOKIE = 'nest_offload_admin';
 /** How long a browser stays signed in to the docs and the dashboard. */
 export const SESSION_TTL_SECONDS = 8 * 3600;
 
-const b64url = (value: string | Buffer) => Buffer.from(value).toString('base64url');
+export interface SessionCookie {
+  readonly name: string;
+  /** The Set-Cookie value that stores `token`. */
+  set(token: string): string;
+  /** The Set-Cookie value that removes it. */
+  clear(): string;
+}
 
 /**
- * Browser sessions for the docs and the dashboard: a cookie `name.expiry.mac`, where mac is an HMAC
- * keyed by the named API key. why no store and no secret of its own: every replica that has the
- * keys verifies it, and rotating a key ends its sessions.
+ * The session cookie. why `__Host-` and Secure in production only: browsers keep a `__Host-` cookie
+ * only if it is Secure with Path=/ and no Domain, and refuse Secure cookies from an http:// page
+ * (localhost aside), so a development server reached over plain http by another name could never
+ * sign in; in production the ingress serves HTTPS.
+ */
+export function sessionCookie(env: string): SessionCookie {
+  const production = env === 'production';
+  const name = production ? '__Host-nest_offload_admin' : 'nest_offload_admin';
+  const attributes = (maxAge: number) => `Path=/; Max-Age=${maxAge}; HttpOnly; SameSite=Strict${production ? '; Secure' : ''}`;
+  return { name, set: (token) => `${name}=${token}; ${attributes(SESSION_TTL_SECONDS)}`, clear: () => `${name}=; ${attributes(0)}` };
+}
+
+/** What Redis keeps of a session: never its token, and of its key only a fingerprint. */
+interface SessionRecord {
+  name: string;
+  role: KeyRole;
+  /** Fingerprint of the key signed in with: a rotated key ends its sessions. */
+  key: string;
+  /** Epoch seconds. */
+  expires: number;
+}
+
+const TOKEN = /^[A-Za-z0-9_-]{43}$/;
+
+/** The Redis name of a token: its SHA-256 (a 256-bit random token needs no slower hash). */
+export const tokenDigest = (token: string): string => createHash('sha256').update(token).digest('base64url');
+
+const fingerprint = (key: string) => createHmac('sha256', key).update('nest-offload admin session v2').digest('base64url').slice(0, 16);
+
+/**
+ * Browser sessions of the docs and the dashboard, kept in Redis so that every replica sees a sign-out
+ * at once: the cookie holds a random 256-bit token; Redis holds, under the token's hash, whose key it
+ * was opened with, until it expires (SESSION_TTL_SECONDS).
  */
 export class AdminSessions {
-  private readonly secrets: Map<string, Buffer>;
+  private readonly fingerprints: Map<string, string>;
 
   constructor(
-    keys: ReadonlyArray<{ name: string; key: string }>,
+    private readonly redis: RedisClient,
+    private readonly keyOf: (digest: string) => string,
+    keys: readonly RoleKey[],
     private readonly now: () => number = Date.now,
   ) {
-    this.secrets = new Map(keys.map(({ name, key }) => [name, createHmac('sha256', key).update('nest-offload admin session v1').digest()]));
+    this.fingerprints = new Map(keys.map(({ name, key, role }) => [`${role}:${name}`, fingerprint(key)]));
   }
 
-  /** A cookie value for the key `name`, valid for SESSION_TTL_SECONDS. */
-  issue(name: string): string {
-    const expires = Math.floor(this.now() / 1000) + SESSION_TTL_SECONDS;
-    const payload = `${b64url(name)}.${expires}`;
-    return `${payload}.${this.mac(name, payload)}`;
+  /** Opens a session for `holder`; resolves with the token for its cookie. */
+  async open(holder: KeyHolder): Promise<string> {
+    const token = randomBytes(32).toString('base64url');
+    const record: SessionRecord = {
+      name: holder.name,
+      role: holder.role,
+      key: this.fingerprints.get(`${holder.role}:${holder.name}`)!,
+      expires: Math.floor(this.now() / 1000) + SESSION_TTL_SECONDS,
+    };
+    await this.redis.set(this.keyOf(tokenDigest(token)), JSON.stringify(record), 'EX', SESSION_TTL_SECONDS);
+    return token;
   }
 
-  /** The key name a cookie value was issued for, or undefined when it is forged, expired or its key is gone. */
-  verify(value: string | undefined): string | undefined {
-    const parts = value?.split('.');
-    if (parts?.length !== 3) return undefined;
-    const [encodedName, expires, mac] = parts;
-    const name = Buffer.from(encodedName, 'base64url').toString();
-    if (!this.secrets.has(name) || !/^\d{1,12}$/.test(expires) || Number(expires) * 1000 <= this.now()) return undefined;
-    const expected = Buffer.from(this.mac(name, `${encodedName}.${expires}`));
-    const presented = Buffer.from(mac);
-    return presented.length === expected.length && timingSafeEqual(presented, expected) ? name : undefined;
+  /** Whose session `token` is; undefined when it is malformed, unknown, signed out, expired, or its key is gone or rotated. */
+  async find(token: string | undefined): Promise<KeyHolder | undefined> {
+    if (token === undefined || !TOKEN.test(token)) return undefined;
+    const stored = await this.redis.get(this.keyOf(tokenDigest(token)));
+    return stored === null ? undefined : this.holderOf(stored);
   }
 
-  private mac(name: string, payload: string): string {
-    return createHmac('sha256', this.secrets.get(name)!).update(payload).digest('base64url');
+  /** Ends the session of `token`, on every replica. */
+  async close(token: string | undefined): Promise<void> {
+    if (token !== undefined && TOKEN.test(token)) await this.redis.del(this.keyOf(tokenDigest(token)));
+  }
+
+  /** The holder a stored record names, if it is still valid under the configured keys. */
+  holderOf(stored: string): KeyHolder | undefined {
+    let record: Partial<SessionRecord>;
+    try {
+      record = JSON.parse(stored) as Partial<SessionRecord>;
+    } catch {
+      return undefined;
+    }
+    const { name, role, key, expires } = record;
+    if (typeof name !== 'string' || (role !== 'client' && role !== 'admin') || typeof expires !== 'number') return undefined;
+    if (expires * 1000 <= this.now() || this.fingerprints.get(`${role}:${name}`) !== key) return undefined;
+    return { name, role };
   }
 }
 

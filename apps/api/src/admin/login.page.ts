@@ -1,19 +1,24 @@
+import type { KeyHolder } from '../security/api-keys';
+
 const escape = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
 /**
- * The sign-in page of the docs and the dashboard: an API key in, an HttpOnly cookie out. No script;
- * the form posts to /admin/login, which sends the browser back to `next`.
+ * The sign-in page of the docs and the dashboard: a key in, an HttpOnly cookie out. No script; the
+ * form posts to /admin/login, which sends the browser back to `next`.
  */
-export function loginPage({ next, error, signedInAs }: { next: string; error?: string; signedInAs?: string }): string {
+export function loginPage({ next, error, signedInAs }: { next: string; error?: string; signedInAs?: KeyHolder }): string {
   const body = signedInAs
-    ? `<p>Signed in with the key <b>${escape(signedInAs)}</b>.</p>
+    ? `<p>Signed in with the ${signedInAs.role === 'admin' ? 'admin key' : 'client key'} <b>${escape(signedInAs.name)}</b>${
+        signedInAs.role === 'admin' ? '' : ' (the API docs only; the queue dashboard takes an admin key)'
+      }.</p>
   <form method="post" action="/admin/logout"><button type="submit">Sign out</button></form>`
-    : `<p>The API docs and the queue dashboard need one of the service's API keys. It is exchanged for a
-  cookie that this browser sends only to this server (HttpOnly, SameSite=Strict, 8 hours).</p>
+    : `<p>The API docs take a client key (API_KEYS) or an admin key (ADMIN_API_KEYS); the queue dashboard an
+  admin key. It is exchanged for a session that this browser's cookie names, sent only to this server
+  (HttpOnly, SameSite=Strict, 8 hours or until you sign out).</p>
   ${error ? `<p class="error" role="alert">${escape(error)}</p>` : ''}
   <form method="post" action="/admin/login">
     <input type="hidden" name="next" value="${escape(next)}">
-    <label>API key <input type="password" name="key" autocomplete="off" required autofocus></label>
+    <label>Key <input type="password" name="key" autocomplete="off" required autofocus></label>
     <button type="submit">Sign in</button>
   </form>`;
   return `<!doctype html>

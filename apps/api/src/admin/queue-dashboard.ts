@@ -5,6 +5,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Config } from '@app/config';
 import type { JobRegistry } from '@app/jobs';
 import type { JobQueues } from '../jobs/queue.providers';
+import { validateDashboardWrites } from './dashboard-writes';
 
 export const DASHBOARD_PATH = '/admin/queues';
 
@@ -15,6 +16,7 @@ export const DASHBOARD_PATH = '/admin/queues';
  */
 export function serveQueueDashboard(fastify: FastifyInstance, queues: JobQueues, registry: JobRegistry, config: Config): void {
   const readOnlyMode = config.queueDashboardReadOnly;
+  if (!readOnlyMode) validateDashboardWrites(fastify, DASHBOARD_PATH, queues, registry, config);
   const server = new BullBoardFastify().setBasePath(DASHBOARD_PATH);
   const typesOf = (queue: string) => registry.list().filter((def) => def.queue === queue).map((def) => def.name);
   createBullBoard({

@@ -7,7 +7,7 @@ const fibonacci = coreJobs.find((def) => def.name === 'fibonacci')!;
 
 const attempt = (body: unknown) => {
   try {
-    return prepareJob(fibonacci, body);
+    return prepareJob(fibonacci, body, 'anonymous');
   } catch (error) {
     return error as ApiError;
   }

@@ -71,11 +71,12 @@ export class BatchController {
     @Res({ passthrough: true }) reply: FastifyReply,
   ): Promise<{ items: BatchItemReply[] }> {
     // Webhooks: a refused Callback-Url is a 400 before any item is queued (see WebhookDeliveries).
-    const callback = this.webhooks.accept(callbackUrl);
+    const caller = callerOf(req.raw);
+    const callback = this.webhooks.accept(callbackUrl, caller.scope);
     const timing = new ServerTiming();
     const key = parseIdempotencyKey(req.headers['idempotency-key']);
-    const caller = callerOf(req.raw);
     const entries = await this.batches.submit(type, body, {
+      scope: caller.scope,
       waitSeconds: parsePreferWait(prefer, this.config.maxWaitSeconds),
       submission: { requestId: req.id },
       timing,
@@ -85,7 +86,7 @@ export class BatchController {
     });
     if (callback) {
       const ids = [...new Set(entries.flatMap((entry) => ('view' in entry ? [entry.view.id] : [])))];
-      if (ids.length > 0) await this.webhooks.register(ids, callback, req.id);
+      if (ids.length > 0) await this.webhooks.register(ids, callback, caller.scope, req.id);
     }
     const items = entries.map((entry): BatchItemReply =>
       'problem' in entry ? { status: entry.problem.status, problem: entry.problem } : { status: isFinal(entry.view) ? 200 : 202, job: entry.view },

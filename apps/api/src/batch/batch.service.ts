@@ -10,6 +10,7 @@ import { Claim, Idempotency } from '../idempotency/idempotency';
 import { requestFingerprint } from '../idempotency/idempotency-key';
 import { Backlog } from '../jobs/backlog';
 import { JobEvents, JobWatch } from '../jobs/job-events';
+import { JobOwners } from '../jobs/job-owners';
 import { PreparedJob, prepareJob } from '../jobs/job-input';
 import { isFinal, JobView, viewOfCached } from '../jobs/job-view';
 import { JobsService, SubmitOptions } from '../jobs/jobs.service';
@@ -45,6 +46,7 @@ export class BatchService {
     private readonly idempotency: Idempotency,
     private readonly metrics: SubmissionMetrics,
     private readonly replicas: ReplicaAck,
+    private readonly owners: JobOwners,
     @Inject(CONFIG) private readonly config: Config,
   ) {}
 
@@ -54,7 +56,7 @@ export class BatchService {
     const items = batchItems(body, this.config.batchMaxItems);
     const prepared = items.map((item) => {
       try {
-        return prepareJob(def, item);
+        return prepareJob(def, item, options.scope);
       } catch (error) {
         return error as ApiError;
       }
@@ -76,6 +78,8 @@ export class BatchService {
       });
       entries = fresh ?? (await this.replay(JSON.parse(result) as RecordedEntry[], this.queues.get(def.queue)));
     }
+    // The caller owns every job its items got: new, joined or answered from the cache.
+    await this.owners.add([...new Set(entries.flatMap((entry) => ('view' in entry ? [entry.view.id] : [])))], options.scope);
     if (options.waitSeconds > 0) {
       entries = await this.waitForAll(entries, options.waitSeconds * 1000, this.queues.get(def.queue));
       options.timing?.mark('wait');

@@ -2,6 +2,7 @@ import type { INestApplication } from '@nestjs/common';
 import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
 import { JobRegistry } from '@app/jobs';
 import { API_ERRORS, ApiErrorCode } from '../http/api-error';
+import { AUTH_FAILURES_PER_MINUTE } from '../security/auth-failures';
 import { jobTypeSchemas, expandJobTypePaths } from './job-types.openapi';
 import { problemResponse } from './openapi.decorators';
 import { COMMON_SCHEMAS } from './openapi.schemas';
@@ -9,11 +10,16 @@ import { COMMON_SCHEMAS } from './openapi.schemas';
 const DESCRIPTION = `CPU jobs off the event loop: submit a job, then read, stream or cancel it.
 
 Every \`/v1\` route needs an API key when the server has \`API_KEYS\` set: \`Authorization: Bearer <key>\`
-or \`x-api-key: <key>\` (use **Authorize** to try them here). Errors are \`application/problem+json\` with a
+or \`x-api-key: <key>\` (use **Authorize** to try them here); an admin key (\`ADMIN_API_KEYS\`) gets 403.
+An address that sent ${AUTH_FAILURES_PER_MINUTE} wrong keys gets 429 with \`Retry-After\` for every key, right or wrong, until
+its tries refill (${AUTH_FAILURES_PER_MINUTE} a minute). Errors are \`application/problem+json\` with a
 stable \`code\`. Each response carries \`x-request-id\` (yours, when you send a plain token).`;
 
-/** What the access middleware may answer on every /v1 route (see security/access.middleware.ts). */
-const V1_PROBLEMS: ApiErrorCode[] = ['UNAUTHORIZED', 'RATE_LIMITED'];
+/**
+ * What the access middleware may answer on every /v1 route (see security/access.middleware.ts): 503
+ * when, with keys, it cannot reach Redis to count a wrong key or see its address's tries.
+ */
+const V1_PROBLEMS: ApiErrorCode[] = ['UNAUTHORIZED', 'FORBIDDEN', 'RATE_LIMITED', 'QUEUE_UNAVAILABLE'];
 
 /**
  * The OpenAPI 3.1 document of the API, from the code: routes and their decorators (scanned by

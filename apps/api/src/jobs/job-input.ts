@@ -8,10 +8,15 @@ export interface PreparedJob {
   readonly inputJson: string;
   /** Content key: the cache key and the deduplication id. */
   readonly key: string;
+  /** The caller's scope, for a `share: 'caller'` type (part of its content key); else undefined. */
+  readonly scope?: string;
 }
 
-/** Validates `body` as the input of `def`; throws INVALID_INPUT naming each bad field. */
-export function prepareJob(def: JobDefinition, body: unknown): PreparedJob {
+/**
+ * Validates `body` as the input of `def`, submitted by the caller of `scope`; throws INVALID_INPUT
+ * naming each bad field.
+ */
+export function prepareJob(def: JobDefinition, body: unknown, scope: string): PreparedJob {
   const parsed = def.input.safeParse(body);
   if (!parsed.success) {
     const errors: FieldError[] = parsed.error.issues.slice(0, 20).map((issue) => ({
@@ -21,5 +26,6 @@ export function prepareJob(def: JobDefinition, body: unknown): PreparedJob {
     throw new ApiError('INVALID_INPUT', `The input for "${def.name}" is invalid`, { errors });
   }
   const inputJson = canonicalJson(parsed.data);
-  return { def, inputJson, key: contentKey(def, inputJson) };
+  if (def.share !== 'caller') return { def, inputJson, key: contentKey(def, inputJson) };
+  return { def, inputJson, key: contentKey(def, inputJson, scope), scope };
 }

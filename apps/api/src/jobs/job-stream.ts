@@ -1,5 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import { Lifecycle } from '@app/health';
+import { toProblem } from '../http/problem';
 import { JobEvents } from './job-events';
 import { isFinal, JobView } from './job-view';
 
@@ -87,7 +88,9 @@ export class JobStream {
         await signalled;
       }
     } catch (error) {
-      write('error', { message: error instanceof Error ? error.message : String(error) });
+      // why the problem's code and detail, not the error's message: that could carry internals.
+      const { code, detail } = toProblem(error).body;
+      write('error', { code, message: detail });
     } finally {
       clearInterval(heartbeat);
       forget();

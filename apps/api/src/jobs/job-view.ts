@@ -125,6 +125,20 @@ function buildCachedView(entry: CachedResult): JobView {
   };
 }
 
+/**
+ * What DELETE answers a caller who withdrew from a job that other callers still wait for: cancelled
+ * as far as this caller goes (it no longer sees the job), while the run goes on for the others.
+ */
+export function viewOfWithdrawn(view: JobView, now = Date.now()): JobView {
+  const { result: _result, progress: _progress, ...rest } = view;
+  return {
+    ...rest,
+    status: 'cancelled',
+    error: { code: JobFailureCode.JOB_CANCELLED, message: 'Withdrawn: other callers that submitted the same job still wait for it, so it runs on for them' },
+    finishedAt: new Date(now).toISOString(),
+  };
+}
+
 /** The view of a job cancelled while it was still queued. */
 export function viewOfCancelled(view: JobView, now = Date.now()): JobView {
   return {

@@ -56,17 +56,19 @@ export class JobsController {
     // mostly framework work, and every injected parameter is a call on every request.
     const headers = req.headers;
     // Webhooks: a refused Callback-Url is a 400 before any work is queued (see WebhookDeliveries).
-    const callback = this.webhooks.accept(headers['callback-url'] as string | undefined);
+    const { scope } = callerOf(req.raw);
+    const callback = this.webhooks.accept(headers['callback-url'] as string | undefined, scope);
     const timing = new ServerTiming();
     const key = parseIdempotencyKey(headers['idempotency-key']);
     const view = await this.jobs.submit(type, req.body, {
+      scope,
       waitSeconds: parsePreferWait(headers.prefer, this.config.maxWaitSeconds),
       submission: { requestId: req.id },
       timing,
-      idempotency: key === undefined ? undefined : { scope: callerOf(req.raw).scope, key },
+      idempotency: key === undefined ? undefined : { scope, key },
       callbackUrl: callback,
     });
-    if (callback) await this.webhooks.register([view.id], callback, req.id);
+    if (callback) await this.webhooks.register([view.id], callback, scope, req.id);
     if (isFinal(view)) reply.code(200).header('server-timing', timing.toString());
     else reply.code(202).headers({ 'server-timing': timing.toString(), location: `/v1/jobs/${view.id}` });
     return view;
@@ -77,8 +79,8 @@ export class JobsController {
   @JOB_ID
   @ApiResponse({ status: 200, description: 'The job.', content: VIEW })
   @ApiProblems('JOB_NOT_FOUND', 'QUEUE_UNAVAILABLE')
-  get(@Param('id') id: string): Promise<JobView> {
-    return this.jobs.get(id);
+  get(@Param('id') id: string, @Req() req: FastifyRequest): Promise<JobView> {
+    return this.jobs.getFor(id, callerOf(req.raw).scope);
   }
 
   /** 200 with the cancelled view, or 202 while a running job's worker is still aborting it. */
@@ -89,8 +91,8 @@ export class JobsController {
   @ApiResponse({ status: 200, description: 'Cancelled.', content: VIEW })
   @ApiResponse({ status: 202, description: 'Running; its worker has not confirmed the abort yet.', content: VIEW })
   @ApiProblems('JOB_NOT_FOUND', 'JOB_ALREADY_FINISHED', 'QUEUE_UNAVAILABLE')
-  async cancel(@Param('id') id: string, @Res({ passthrough: true }) reply: FastifyReply): Promise<JobView> {
-    const view = await this.jobs.cancel(id);
+  async cancel(@Param('id') id: string, @Req() req: FastifyRequest, @Res({ passthrough: true }) reply: FastifyReply): Promise<JobView> {
+    const view = await this.jobs.cancel(id, callerOf(req.raw).scope);
     if (!isFinal(view)) reply.status(202);
     return view;
   }
@@ -125,7 +127,7 @@ export class JobsController {
       return;
     }
     const stream = new JobStream(this.events, id);
-    const view = await this.jobs.get(id).catch((error: unknown) => {
+    const view = await this.jobs.getFor(id, callerOf(reply.request.raw).scope).catch((error: unknown) => {
       stream.close();
       throw error; // an unknown id is a 404 problem, before the stream starts
     });

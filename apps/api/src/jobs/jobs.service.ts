@@ -13,8 +13,9 @@ import { requestFingerprint } from '../idempotency/idempotency-key';
 import { Backlog } from './backlog';
 import { JobEvents } from './job-events';
 import { PreparedJob, prepareJob } from './job-input';
+import { JobOwners } from './job-owners';
 import { JobStore } from './job-store';
-import { isFinal, iso, JobView, viewOfCached, viewOfCancelled, viewOfJob } from './job-view';
+import { isFinal, iso, JobView, viewOfCached, viewOfCancelled, viewOfJob, viewOfWithdrawn } from './job-view';
 import { newJob, Submission } from './new-job';
 import { JobQueues, type JobsQueue, QUEUE_REDIS } from './queue.providers';
 import { ReplicaAck } from './replica-ack';
@@ -30,6 +31,8 @@ interface Tally {
 const CANCEL_CONFIRM_MS = 3000;
 
 export interface SubmitOptions {
+  /** Who submits: with API keys, the job's owners grow by this scope (see JobOwners). */
+  scope: string;
   waitSeconds: number;
   /** What the POST carries into the job besides its input (see Submission). */
   submission: Submission;
@@ -57,6 +60,7 @@ export class JobsService {
     private readonly lifecycle: Lifecycle,
     private readonly idempotency: Idempotency,
     private readonly metrics: SubmissionMetrics,
+    private readonly owners: JobOwners,
     @Inject(CONFIG) private readonly config: Config,
   ) {
     this.keys = queueKeys(config.redisPrefix);
@@ -80,7 +84,7 @@ export class JobsService {
   }
 
   private async submitAs(def: JobDefinition, body: unknown, options: SubmitOptions, tally: Tally): Promise<JobView> {
-    const job = prepareJob(def, body);
+    const job = prepareJob(def, body, options.scope);
     options.timing?.mark('validate');
     if (!options.idempotency) return this.enqueue(job, options, tally);
     this.assertRedisUp();
@@ -114,7 +118,7 @@ export class JobsService {
    * Answers `job` from the cache, or enqueues it (or joins an identical one in flight): under a new
    * id, or under an Idempotency-Key's claim.
    */
-  private async enqueue(job: PreparedJob, { waitSeconds, submission, timing }: SubmitOptions, tally: Tally, claim?: Claim): Promise<JobView> {
+  private async enqueue(job: PreparedJob, { scope, waitSeconds, submission, timing }: SubmitOptions, tally: Tally, claim?: Claim): Promise<JobView> {
     const { def, key } = job;
     this.assertRedisUp();
     let cached: CachedResult | null | undefined;
@@ -125,6 +129,8 @@ export class JobsService {
     }
     timing?.mark('cache');
     if (cached) {
+      // The caller may read the result by its id from now on, like the caller whose job produced it.
+      await this.owners.add([cached.id], scope);
       this.count(def, 'cached', tally);
       return viewOfCached(cached);
     }
@@ -142,7 +148,8 @@ export class JobsService {
       throw error;
     };
     claim?.adding();
-    const added = await this.queues.submitter(def.queue).add(name, data, opts).catch(abandon);
+    // why together: the owner is recorded in the same round trip as the job; a join records it below.
+    const [added] = await Promise.all([this.queues.submitter(def.queue).add(name, data, opts), this.owners.add([newId], scope)]).catch(abandon);
     timing?.mark('enqueue');
     // A joined job too: joining wrote a "deduplicated" event after the job it joined, so replicas
     // that have this connection's writes have that job.
@@ -153,6 +160,7 @@ export class JobsService {
       // Joined an identical job already queued or running (or just finished), or, taking over a
       // dead request's key, found the job it had added.
       watch?.close();
+      if (id !== newId) await this.owners.add([id], scope);
       this.count(def, 'joined', tally);
       return waitSeconds > 0 ? this.waitUntilFinal(id, waitSeconds * 1000, timing, queue) : this.get(id, undefined, queue);
     }
@@ -174,6 +182,17 @@ export class JobsService {
     return view;
   }
 
+  /**
+   * The view of job `id` for the caller of `scope`: 404 unless it is one of the job's owners (with
+   * API keys), exactly as for an id nobody knows, so ids of others' jobs reveal nothing.
+   */
+  async getFor(id: string, scope: string): Promise<JobView> {
+    this.assertRedisUp();
+    const [view, owns] = await Promise.all([this.store.view(id), this.owners.owns(id, scope)]);
+    if (!view || !owns) throw new ApiError('JOB_NOT_FOUND', `No job with id "${id}"`);
+    return view;
+  }
+
   /** Waits up to `timeoutMs` for job `id` to finish; returns its view either way. */
   async waitUntilFinal(id: string, timeoutMs: number, timing?: ServerTiming, queue?: JobsQueue): Promise<JobView> {
     const view = await this.events.watch(id).until(timeoutMs, (state) => this.get(id, state, queue), isFinal);
@@ -182,12 +201,16 @@ export class JobsService {
   }
 
   /**
-   * Cancels job `id`. A queued job is removed at once. A running one is aborted by whichever worker
-   * runs it, told through Redis pub/sub; a marker key covers the worker that picks it up meanwhile.
+   * Cancels job `id` for the caller of `scope`. With API keys, a job several callers submitted (single
+   * flight) keeps running for the others: this caller's interest is withdrawn, and the run is
+   * cancelled only once no owner is left. A queued job is removed at once. A running one is aborted
+   * by whichever worker runs it, told through Redis pub/sub; a marker key covers the worker that
+   * picks it up meanwhile.
    */
-  async cancel(id: string): Promise<JobView> {
+  async cancel(id: string, scope: string): Promise<JobView> {
     this.assertRedisUp();
-    const { record, state, queue } = await this.store.read(id);
+    const [{ record, state, queue }, owns] = await Promise.all([this.store.read(id), this.owners.owns(id, scope)]);
+    if (!owns) throw new ApiError('JOB_NOT_FOUND', `No job with id "${id}"`);
     if (!record) {
       const view = await this.store.view(id);
       if (!view) throw new ApiError('JOB_NOT_FOUND', `No job with id "${id}"`);
@@ -195,6 +218,7 @@ export class JobsService {
     }
     const current = viewOfJob(record, state);
     if (isFinal(current)) throw new ApiError('JOB_ALREADY_FINISHED', `Job "${id}" is already ${current.status}`);
+    if (this.owners.enabled && (await this.owners.withdraw(id, scope)) > 0) return viewOfWithdrawn(current);
 
     await this.redis.set(this.keys.cancelMarker(id), '1', 'EX', this.config.jobRetentionSeconds);
     // A fan-out job waiting for its chunks: stopping them wakes it, and it ends as cancelled.
@@ -203,6 +227,7 @@ export class JobsService {
     else if (QUEUED_STATES.has(state) && (await this.store.removeQueued(id, queue!))) {
       const cancelled = viewOfCancelled(current);
       await this.store.saveCancelled(cancelled);
+      await this.owners.finished(id, this.config.jobRetentionSeconds);
       return cancelled;
     }
     // Running (or picked up between our read and the remove, which then refuses: it holds a lock).

@@ -34,3 +34,6 @@ export function callerOf(req: IncomingMessage): Caller {
 
 /** The scope of a caller known by its API key's name. */
 export const keyScope = (keyName: string | undefined): string => (keyName === undefined ? ANONYMOUS.scope : `key:${keyName}`);
+
+/** The API key's name a scope stands for; undefined for the anonymous scope (no API keys). */
+export const keyNameOf = (scope: string): string | undefined => (scope.startsWith('key:') ? scope.slice('key:'.length) : undefined);

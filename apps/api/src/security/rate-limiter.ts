@@ -3,7 +3,8 @@ import type { RedisClient } from '@app/redis';
 /**
  * GCRA (a token bucket kept as one timestamp per client) in one atomic Lua call, on Redis time, so
  * every API replica shares the same budget. Takes up to ARGV[3] requests at once (a batch counts
- * its items) and returns {taken, waitMs}: how many it took, and when the next one would fit.
+ * its items) and returns {taken, waitMs}: how many it took, and when the next one would fit. Asked
+ * for 0, it takes nothing and writes nothing: waitMs > 0 then means the budget is empty.
  */
 const GCRA = `
 local now_parts = redis.call('TIME')
@@ -34,10 +35,10 @@ export class RateLimiter {
   private readonly intervalMs: number;
   private readonly toleranceMs: number;
 
-  /** `perMinute` requests per minute on average; up to `burst` of them at once. */
+  /** `perMinute` requests per minute on average; up to `burst` of them at once; `keyOf` names a client's state. */
   constructor(
     private readonly redis: RedisClient,
-    private readonly prefix: string,
+    private readonly keyOf: (client: string) => string,
     perMinute: number,
     burst: number,
   ) {
@@ -47,10 +48,17 @@ export class RateLimiter {
 
   /** Takes up to `wanted` requests from `client`'s budget at once, as many as fit. */
   async takeUpTo(client: string, wanted: number): Promise<RateGrant> {
-    const [granted, waitMs] = (await this.redis.eval(GCRA, 1, `${this.prefix}:ratelimit:${client}`, this.intervalMs, this.toleranceMs, wanted)) as [
-      number,
-      number,
-    ];
+    const [granted, waitMs] = await this.run(client, wanted);
     return { granted, retryAfterSeconds: Math.max(1, Math.ceil(waitMs / 1000)) };
+  }
+
+  /** 0 when `client`'s budget has room for one more; else the seconds until it has (at least 1). Takes nothing. */
+  async secondsUntilRoom(client: string): Promise<number> {
+    const [, waitMs] = await this.run(client, 0);
+    return waitMs > 0 ? Math.max(1, Math.ceil(waitMs / 1000)) : 0;
+  }
+
+  private async run(client: string, wanted: number): Promise<[number, number]> {
+    return (await this.redis.eval(GCRA, 1, this.keyOf(client), this.intervalMs, this.toleranceMs, wanted)) as [number, number];
   }
 }

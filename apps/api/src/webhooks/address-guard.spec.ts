@@ -11,7 +11,14 @@ describe('address guard', () => {
     (address) => expect(isSpecialPurpose(address)).toBe(true),
   );
 
-  it.each(['93.184.215.14', '8.8.8.8', '2606:4700:4700::1111', '::ffff:8.8.8.8'])('allows %s', (address) => expect(isSpecialPurpose(address)).toBe(false));
+  it.each(['93.184.215.14', '8.8.8.8', '2606:4700:4700::1111', '2a00:1450:4001:81a::200e', '::1:0:0:1'])('allows %s', (address) => expect(isSpecialPurpose(address)).toBe(false));
+
+  // IPv4-mapped (::ffff:0:0/96) and IPv4-compatible (::/96) forms, of private addresses in every
+  // spelling, and of public ones too: an IPv4 address in IPv6 clothing is refused whole.
+  it.each([
+    '::ffff:10.0.0.1', '::ffff:a00:1', '0:0:0:0:0:ffff:0a00:0001', '::ffff:192.168.1.1', '::ffff:169.254.169.254', '::ffff:172.16.0.1',
+    '::10.0.0.1', '::a00:1', '::127.0.0.1', '::7f00:1', '::a9fe:a9fe', '::c0a8:101', '::ffff:8.8.8.8', '::8.8.8.8',
+  ])('refuses the IPv4-mapped or -compatible %s', (address) => expect(isSpecialPurpose(address)).toBe(true));
 
   it('refuses a name that resolves to a private address before any connection, unless told otherwise', async () => {
     await expect(lookup(false, 'localhost')).rejects.toThrow(RefusedAddressError);

@@ -4,8 +4,10 @@ import { BlockList, isIP, type LookupFunction } from 'node:net';
 /**
  * Addresses a webhook must not reach through a name: loopback, private, link-local (cloud metadata
  * at 169.254.169.254), carrier-grade NAT, multicast, reserved, documentation and translation ranges
- * (RFC 6890 and the IANA special-purpose registries). IPv4-mapped IPv6 addresses are checked
- * against the IPv4 rules (BlockList does that itself).
+ * (RFC 6890 and the IANA special-purpose registries). IPv4-mapped (`::ffff:0:0/96`) and
+ * IPv4-compatible (`::/96`, deprecated) IPv6 addresses are refused whole: a name has no business
+ * resolving to an IPv4 address dressed as IPv6, and BlockList alone matches only the mapped form of
+ * the IPv4 rules, never the compatible one (`::a00:1` would reach 10.0.0.1 on stacks that route it).
  */
 const SPECIAL_PURPOSE = new BlockList();
 for (const [network, prefix] of [
@@ -18,9 +20,20 @@ for (const [network, prefix] of [
   ['2002::', 16], ['fc00::', 7], ['fe80::', 10], ['fec0::', 10], ['ff00::', 8],
 ] as const) SPECIAL_PURPOSE.addSubnet(network, prefix, 'ipv6');
 
+/**
+ * IPv4-compatible (`::/96`) and IPv4-mapped (`::ffff:0:0/96`) IPv6, checked for IPv6 addresses only.
+ * why a list of its own: BlockList checks an IPv4 address against IPv6 rules as its mapped form, so
+ * `::ffff:0:0/96` among the rules above would refuse every IPv4 address.
+ */
+const IPV4_AS_IPV6 = new BlockList();
+IPV4_AS_IPV6.addSubnet('::', 96, 'ipv6');
+IPV4_AS_IPV6.addSubnet('::ffff:0:0', 96, 'ipv6');
+
 export function isSpecialPurpose(address: string): boolean {
   const family = isIP(address);
-  return family === 0 || SPECIAL_PURPOSE.check(address, family === 4 ? 'ipv4' : 'ipv6');
+  if (family === 0) return true;
+  if (family === 6 && IPV4_AS_IPV6.check(address, 'ipv6')) return true;
+  return SPECIAL_PURPOSE.check(address, family === 4 ? 'ipv4' : 'ipv6');
 }
 
 /** A name that resolved to an address webhooks must not reach; the connection is never opened. */

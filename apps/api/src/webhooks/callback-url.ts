@@ -16,8 +16,11 @@ export type CallbackUrlCheck = { ok: true; url: string } | { ok: false; reason: 
 export class CallbackUrlPolicy {
   constructor(private readonly config: Pick<WebhookConfig, 'allowedHosts' | 'schemes'>) {}
 
-  /** The URL as deliveries will call it (fragment dropped), or why it is refused. */
-  check(raw: string): CallbackUrlCheck {
+  /**
+   * The URL as deliveries will call it (fragment dropped), or why it is refused. `keyName` is the
+   * caller's API key: entries scoped to another key (`name=host`) do not allow it.
+   */
+  check(raw: string, keyName?: string): CallbackUrlCheck {
     if (raw.length > MAX_LENGTH) return { ok: false, reason: `it is longer than ${MAX_LENGTH} characters` };
     if (!URL.canParse(raw)) return { ok: false, reason: 'it is not an absolute URL' };
     const url = new URL(raw);
@@ -26,8 +29,10 @@ export class CallbackUrlPolicy {
     }
     if (url.username || url.password) return { ok: false, reason: 'it must not carry a user name or password' };
     const port = url.port ? Number(url.port) : DEFAULT_PORT[url.protocol];
-    const allowed = this.config.allowedHosts.some((entry) => entry.host === url.hostname && (entry.port ?? DEFAULT_PORT[url.protocol]) === port);
-    if (!allowed) return { ok: false, reason: `${url.host || url.hostname} is not in WEBHOOK_ALLOWED_HOSTS` };
+    const allowed = this.config.allowedHosts.some(
+      (entry) => entry.host === url.hostname && (entry.port ?? DEFAULT_PORT[url.protocol]) === port && (entry.key === undefined || entry.key === keyName),
+    );
+    if (!allowed) return { ok: false, reason: `${url.host || url.hostname} is not in WEBHOOK_ALLOWED_HOSTS${keyName === undefined ? '' : ` for key "${keyName}"`}` };
     url.hash = '';
     return { ok: true, url: url.href };
   }

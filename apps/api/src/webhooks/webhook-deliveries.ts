@@ -5,6 +5,7 @@ import { CONFIG, type Config } from '@app/config';
 import { queuePrefix, WEBHOOK_QUEUE, webhookDeliveryId } from '@app/queue';
 import { ApiError } from '../http/api-error';
 import { QUEUE_REDIS } from '../jobs/queue.providers';
+import { keyNameOf } from '../security/caller';
 import { CallbackUrlPolicy } from './callback-url';
 
 /** One callback: what the delivery queue's job holds. */
@@ -17,6 +18,8 @@ export interface DeliveryData {
   body?: string;
   /** The submission's request id, for the delivery's log lines. */
   requestId?: string;
+  /** The scope of the caller that asked for it: its key's name is in the signed body. */
+  scope?: string;
 }
 
 export type DeliveryQueue = Queue<DeliveryData, void, string>;
@@ -48,14 +51,14 @@ export class WebhookDeliveries implements OnApplicationShutdown {
 
   /**
    * The `Callback-Url` header as deliveries will call it, or undefined without one. A 400 problem when
-   * it is refused (see CallbackUrlPolicy) or when webhooks are off.
+   * it is refused for the caller of `scope` (see CallbackUrlPolicy) or when webhooks are off.
    */
-  accept(header: string | undefined): string | undefined {
+  accept(header: string | undefined, scope: string): string | undefined {
     if (header === undefined) return undefined;
     if (!this.policy) {
       throw new ApiError('WEBHOOKS_DISABLED', 'This service sends no webhooks (WEBHOOK_SECRET and WEBHOOK_ALLOWED_HOSTS are not set); submit without Callback-Url');
     }
-    const check = this.policy.check(header.trim());
+    const check = this.policy.check(header.trim(), keyNameOf(scope));
     if (!check.ok) throw new ApiError('INVALID_CALLBACK_URL', `Callback-Url refused: ${check.reason}`);
     return check.url;
   }
@@ -65,14 +68,14 @@ export class WebhookDeliveries implements OnApplicationShutdown {
    * round trip to Redis. Call it once the jobs are queued (or answered from the cache): a failure
    * here is a 503, and the client's retry joins the same jobs and registers again.
    */
-  async register(jobIds: readonly string[], url: string, requestId?: string): Promise<void> {
+  async register(jobIds: readonly string[], url: string, scope: string, requestId?: string): Promise<void> {
     const { maxAttempts } = this.config.webhooks!;
     await this.queue!.addBulk(
       jobIds.map((jobId) => ({
         name: 'deliver',
-        data: requestId ? { jobId, url, requestId } : { jobId, url },
+        data: { jobId, url, scope, ...(requestId ? { requestId } : {}) },
         opts: {
-          jobId: webhookDeliveryId(jobId, url),
+          jobId: webhookDeliveryId(jobId, url, scope),
           attempts: maxAttempts,
           backoff: { type: 'webhook' }, // WebhookWorker's strategy: exponential with jitter, or the receiver's Retry-After
           removeOnComplete: { age: this.config.jobRetentionSeconds },

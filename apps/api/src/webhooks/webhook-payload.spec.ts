@@ -11,6 +11,10 @@ describe('webhookBody', () => {
     expect(JSON.parse(webhookBody(failed))).toMatchObject({ type: 'job.failed', data: { error: { code: 'JOB_FAILED' } } });
   });
 
+  it("names the API key that asked for the callback, inside what is signed", () => {
+    expect(JSON.parse(webhookBody(view, 'alice'))).toEqual({ type: 'job.completed', timestamp: view.finishedAt, caller: 'alice', data: view });
+  });
+
   it('leaves out a result too large to sign cheaply', () => {
     const big = { ...view, result: 'x'.repeat(INLINE_BODY_MAX) };
     const body = webhookBody(big);

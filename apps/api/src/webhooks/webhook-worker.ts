@@ -6,7 +6,9 @@ import { type Logger, LOGGER } from '@app/logging';
 import { queuePrefix, WEBHOOK_QUEUE } from '@app/queue';
 import { closeRedis, createRedis } from '@app/redis';
 import { JobEvents } from '../jobs/job-events';
+import { JobOwners } from '../jobs/job-owners';
 import { JobStore } from '../jobs/job-store';
+import { keyNameOf } from '../security/caller';
 import { isFinal, type JobView } from '../jobs/job-view';
 import { CallbackUrlPolicy } from './callback-url';
 import { type DeliveryData, type DeliveryQueue, deliveryQueue } from './webhook-deliveries';
@@ -68,6 +70,7 @@ export class WebhookWorker implements OnApplicationBootstrap, OnApplicationShutd
 
   constructor(
     private readonly store: JobStore,
+    private readonly owners: JobOwners,
     private readonly events: JobEvents,
     private readonly metrics: WebhookMetrics,
     @Inject(CONFIG) private readonly config: Config,
@@ -110,16 +113,24 @@ export class WebhookWorker implements OnApplicationBootstrap, OnApplicationShutd
   }
 
   private async deliver(job: DeliveryJob, token: string): Promise<void> {
-    const { jobId, url, requestId } = job.data;
-    const log = this.logger.child({ deliveryId: job.id, jobId, requestId, host: new URL(url).host });
+    const { jobId, url, requestId, scope } = job.data;
+    const keyName = scope === undefined ? undefined : keyNameOf(scope);
+    const log = this.logger.child({ deliveryId: job.id, jobId, requestId, caller: keyName, host: new URL(url).host });
     let body = job.data.body;
     if (body === undefined) {
-      body = webhookBody(await this.finalView(job, token, log));
+      const view = await this.finalView(job, token, log);
+      // A caller that withdrew from the job (DELETE while others still wait for it) is not told how it ended.
+      if (scope !== undefined && !(await this.owners.owns(jobId, scope))) {
+        this.metrics.ended('withdrawn');
+        log.info('webhook dropped: the caller withdrew from the job');
+        return;
+      }
+      body = webhookBody(view, keyName);
       await job.updateData({ ...job.data, body });
     }
     const attempt = job.attemptsMade + 1;
     // The allowed hosts may have changed since the submission (a new release): check again.
-    const check = this.policy!.check(url);
+    const check = this.policy!.check(url, keyName);
     const result = check.ok ? await this.sender!.send(url, job.id!, body) : { outcome: 'refused' as const, detail: check.reason, ms: 0 };
     this.metrics.attempt(result.outcome, result.ms);
     const fields = { attempt, outcome: result.outcome, status: result.status, ms: Math.round(result.ms) };

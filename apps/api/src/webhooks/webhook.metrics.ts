@@ -4,12 +4,12 @@ import { METRIC_PREFIX } from '@app/metrics';
 import type { AttemptOutcome } from './webhook-sender';
 
 /** How a delivery ended for good. */
-export type DeliveryOutcome = 'delivered' | 'gave_up' | 'refused' | 'job_unknown';
+export type DeliveryOutcome = 'delivered' | 'gave_up' | 'refused' | 'job_unknown' | 'withdrawn';
 
 /**
  * `webhook_attempts_total{outcome}` (every POST: delivered, http_3xx, http_4xx, http_5xx, gone,
  * timeout, network, refused), `webhook_attempt_seconds` and `webhook_deliveries_total{outcome}`
- * (each callback once: delivered, gave_up, refused, job_unknown).
+ * (each callback once: delivered, gave_up, refused, job_unknown, withdrawn).
  */
 @Injectable()
 export class WebhookMetrics {
@@ -32,7 +32,7 @@ export class WebhookMetrics {
     });
     this.deliveries = new Counter({
       name: `${METRIC_PREFIX}webhook_deliveries_total`,
-      help: 'Webhook deliveries ended for good, by outcome (gave_up: every attempt failed, or the receiver answered 410)',
+      help: 'Webhook deliveries ended for good, by outcome (gave_up: every attempt failed, or the receiver answered 410; withdrawn: its caller cancelled its interest)',
       labelNames: ['outcome'],
       registers: [registry],
     });

@@ -18,6 +18,8 @@ export interface RunOptions {
   step?: ThreadStep;
   /** For `merge`: the children's results as a JSON array, in chunk order. */
   partsJson?: string;
+  /** The caller's scope of a `share: 'caller'` job (see JobData.scope). */
+  scope?: string;
   /** Aborting terminates the thread running the job; `run` then rejects with `signal.reason`. */
   signal: AbortSignal;
   onProgress(percent: number): void;
@@ -96,12 +98,15 @@ export class JobPool implements OnApplicationShutdown {
     this.pool.on('error', (error: unknown) => logger.error({ err: error }, 'pool thread error'));
   }
 
-  /** Runs version `version` of job type `name` on a pool thread. */
-  async run(name: string, version: number, inputJson: string, options: RunOptions): Promise<unknown> {
+  /**
+   * Runs version `version` of job type `name` on a pool thread: its result, and the content key of
+   * the input as the thread validated it (what the result may be cached under).
+   */
+  async run(name: string, version: number, inputJson: string, options: RunOptions): Promise<{ value: unknown; key: string }> {
     const taskId = ++this.nextTaskId;
     const step = options.step ?? 'run';
     const traceparent = this.tracing?.traceparent();
-    const task: ThreadTask = { step, taskId, name, version, inputJson, attempt: options.attempt, partsJson: options.partsJson };
+    const task: ThreadTask = { step, taskId, name, version, inputJson, scope: options.scope, attempt: options.attempt, partsJson: options.partsJson };
     if (traceparent) {
       const attributes: Record<string, SpanAttributeValue | undefined> = {
         ...options.spanAttributes,
@@ -119,7 +124,7 @@ export class JobPool implements OnApplicationShutdown {
       result = await this.pool.run(task, { signal: options.signal });
       if (result.span) this.tracing?.exportSpan(result.span);
       if (!result.ok) throw new CodedJobError(result.code, result.message);
-      return result.value;
+      return { value: result.value, key: result.key };
     } catch (error) {
       const explained = this.explain(error, options.signal);
       // The thread was terminated or died: its span never came back, so the attempt gets one from here.

@@ -23,14 +23,19 @@ export interface ThreadTask {
   version: number;
   /** The job's input as JSON: parsed and validated here, off the worker's event loop. */
   inputJson: string;
+  /** The caller's scope of a `share: 'caller'` job: part of its content key and its children's. */
+  scope?: string;
   attempt: number;
   partsJson?: string;
   /** With tracing on: the parent of this task's span (W3C traceparent) and attributes for it. */
   trace?: { traceparent: string; attributes: Record<string, SpanAttributeValue> };
 }
 
-/** What comes back. Errors travel as data: classes and their fields do not survive structured clone. */
-export type ThreadResult = ({ ok: true; value: unknown } | { ok: false; code: JobFailureCode; message: string }) & {
+/**
+ * What comes back. Errors travel as data: classes and their fields do not survive structured clone.
+ * `key` is the content key of the input as validated here: what the result may be cached under.
+ */
+export type ThreadResult = ({ ok: true; value: unknown; key: string } | { ok: false; code: JobFailureCode; message: string }) & {
   /** Messages this task posted on the channel (log lines and drop counts), so none is left behind. */
   posted: number;
   /** The task's span, when it was given a traceparent. */

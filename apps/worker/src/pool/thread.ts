@@ -24,7 +24,7 @@ const channel = new BroadcastChannel(progressChannel);
 channel.unref();
 const post = (message: ChannelMessage) => channel.postMessage(message);
 
-type Outcome = { ok: true; value: unknown } | { ok: false; code: JobFailureCode; message: string };
+type Outcome = { ok: true; value: unknown; key: string } | { ok: false; code: JobFailureCode; message: string };
 
 export default async function runTask(task: ThreadTask): Promise<ThreadResult> {
   // why the span is made here: it times the run itself, not the hop to the thread; the main thread
@@ -36,7 +36,7 @@ export default async function runTask(task: ThreadTask): Promise<ThreadResult> {
   return { ...outcome, posted: log.posted, span: span?.end(outcome.ok ? undefined : `${outcome.code}: ${outcome.message}`) };
 }
 
-async function execute({ step, taskId, name, version, inputJson, attempt, partsJson }: ThreadTask, log: JobLogger): Promise<Outcome> {
+async function execute({ step, taskId, name, version, inputJson, scope, attempt, partsJson }: ThreadTask, log: JobLogger): Promise<Outcome> {
   const def = registry.get(name);
   const runner = def && runnerOf(def, version);
   if (!runner) return { ok: false, code: JobFailureCode.JOB_REJECTED, message: `unknown job type "${name}" v${version}` };
@@ -46,6 +46,9 @@ async function execute({ step, taskId, name, version, inputJson, attempt, partsJ
   if (!parsed.success) {
     return { ok: false, code: JobFailureCode.JOB_REJECTED, message: `invalid input: ${parsed.error.issues[0]?.message ?? 'unreadable'}` };
   }
+  // why here, from the input as validated: the cache key is never taken from job data, which anyone
+  // able to add a job (a script, a dashboard) could point at another input's result.
+  const key = contentKey({ name: def.name, version: runner.version, share: def.share }, canonicalJson(parsed.data), scope);
   let last = -1;
   const ctx = {
     attempt,
@@ -56,22 +59,22 @@ async function execute({ step, taskId, name, version, inputJson, attempt, partsJ
     log,
   };
   try {
-    if (step === 'split') return { ok: true, value: split(def, parsed.data) };
-    if (step === 'merge') return { ok: true, value: def.fanOut!.merge(JSON.parse(partsJson!) as unknown[], parsed.data) };
-    return { ok: true, value: await runner.run(parsed.data, ctx) };
+    if (step === 'split') return { ok: true, value: split(def, parsed.data, scope), key };
+    if (step === 'merge') return { ok: true, value: def.fanOut!.merge(JSON.parse(partsJson!) as unknown[], parsed.data), key };
+    return { ok: true, value: await runner.run(parsed.data, ctx), key };
   } catch (error) {
     return { ok: false, code: JobFailureCode.JOB_FAILED, message: error instanceof Error ? error.message : String(error) };
   }
 }
 
 /** A fan-out's children, each input validated by the child type's schema (defaults applied) and keyed. */
-function split(def: JobDefinition, input: unknown): PlannedChild[] {
+function split(def: JobDefinition, input: unknown, scope: string | undefined): PlannedChild[] {
   const child = def.fanOut!.child;
   return def.fanOut!.split(input).map((chunk, i) => {
     const parsed = child.input.safeParse(chunk);
     if (!parsed.success) throw new Error(`split gave chunk ${i} an invalid ${child.name} input: ${parsed.error.issues[0]?.message}`);
     const inputJson = canonicalJson(parsed.data);
-    return { inputJson, key: contentKey(child, inputJson) };
+    return { inputJson, key: contentKey(child, inputJson, scope) };
   });
 }
 

@@ -114,6 +114,16 @@ export class JobProcessor implements OnApplicationBootstrap {
     }
   }
 
+  /**
+   * Gives a finished job's owner set (see the API's JobOwners) the lifetime of what stays readable:
+   * the job for JOB_RETENTION_SECONDS, its cached result for the type's TTL. why here and unawaited:
+   * sent on the connection that finishes the job, it is applied before the job is; a missing set
+   * (no API keys) costs one no-op command.
+   */
+  private ownersOutlive(job: QueueJob, seconds: number): void {
+    void this.redis.expire(this.keys.owners(job.id!), seconds).catch(() => undefined);
+  }
+
   private async process(job: QueueJob, token: string, signal: AbortSignal): Promise<unknown> {
     const fields = { jobId: job.id, type: job.name, requestId: job.data.requestId, attempt: job.attemptsMade + 1 };
     const log = this.logger.child(fields);
@@ -122,6 +132,7 @@ export class JobProcessor implements OnApplicationBootstrap {
     const refuse = (code: JobFailureCode, message: string) => {
       this.metrics.count(job.name, code);
       log.warn({ code }, `job failed: ${message}`);
+      this.ownersOutlive(job, this.config.jobRetentionSeconds);
       return new UnrecoverableError(formatFailure(code, message));
     };
     const def = this.registry.get(job.name);
@@ -175,19 +186,23 @@ export class JobProcessor implements OnApplicationBootstrap {
     try {
       const options: RunOptions = {
         attempt: job.attemptsMade + 1,
+        scope: job.data.scope,
         signal: abort.signal,
         onProgress,
         log: () => this.rootLogger.child({ context: 'job', ...fields }),
         spanAttributes: { [SPAN_ATTRIBUTES.jobId]: job.id, [SPAN_ATTRIBUTES.requestId]: fields.requestId },
       };
-      const result = def.fanOut
+      const { value: result, key } = def.fanOut
         ? await this.fanOut.run(job, token, def, runner.version, options)
         : await this.pool.run(def.name, runner.version, job.data.inputJson, options);
       stopTimer('completed');
       if (job.data.parent) void this.fanOut.childProgress(job, 100).catch(() => undefined);
+      // why the thread's key, not job.data.key: job data could name another input's key (cache poisoning).
+      if (key !== job.data.key) log.warn({ dataKey: job.data.key, key }, 'job data named another content key than its input gives; caching under the input\'s');
       await this.cache
-        .set(job.data.key, { id: job.id!, type: def.name, result, attempts: job.attemptsMade + 1, createdAt: job.timestamp, startedAt, finishedAt: Date.now() }, def.cacheTtlSeconds)
+        .set(key, { id: job.id!, type: def.name, result, attempts: job.attemptsMade + 1, createdAt: job.timestamp, startedAt, finishedAt: Date.now() }, def.cacheTtlSeconds)
         .catch((error: unknown) => log.warn({ err: error }, 'could not cache the result; the job still completes'));
+      this.ownersOutlive(job, Math.max(this.config.jobRetentionSeconds, def.cacheTtlSeconds));
       log.info({ ms: Date.now() - startedAt }, 'job completed');
       this.metrics.completed(def.name, job.queueName, Date.now() - job.timestamp);
       return result;
@@ -206,7 +221,9 @@ export class JobProcessor implements OnApplicationBootstrap {
       const coded = error instanceof CodedJobError ? error : new CodedJobError(JobFailureCode.JOB_FAILED, String(error));
       stopTimer(coded.code);
       log.warn({ code: coded.code, ms: Date.now() - startedAt }, `job failed: ${coded.message}`);
-      if (FINAL_FAILURES.has(coded.code)) throw new UnrecoverableError(coded.message);
+      const final = FINAL_FAILURES.has(coded.code);
+      if (final || job.attemptsMade + 1 >= (job.opts.attempts ?? 1)) this.ownersOutlive(job, this.config.jobRetentionSeconds);
+      if (final) throw new UnrecoverableError(coded.message);
       throw coded;
     } finally {
       clearTimeout(timer);

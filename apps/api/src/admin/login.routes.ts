@@ -1,0 +1,82 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { ApiError } from '../http/api-error';
+import { sendProblem } from '../http/problem.reply';
+import type { ApiKeys } from '../security/api-keys';
+import { type AuthFailures, tooManyFailures } from '../security/auth-failures';
+import { clientAddress, type TrustedProxies } from '../security/client-address';
+import { type AdminSessions, cookieValue, type SessionCookie } from './admin-session';
+import { crossSite } from './cross-site';
+import { loginPage } from './login.page';
+
+/** Where a successful sign-in may send the browser back to. */
+const NEXT_PATHS = /^\/(docs|admin\/queues)([/?#][^\\\s]*)?$/;
+
+/** What signing in and out needs (registerAdminAccess builds it). */
+export interface SignIn {
+  readonly keys: ApiKeys;
+  readonly failures: AuthFailures;
+  readonly proxies: TrustedProxies;
+  readonly sessions: AdminSessions;
+  readonly cookie: SessionCookie;
+  /** Where a sign-in goes without a (valid) `next`. */
+  readonly defaultNext: string;
+}
+
+/**
+ * GET /admin/login (the form, or who is signed in), POST /admin/login (a key in, a session cookie
+ * out) and POST /admin/logout (the session ended in Redis, for every replica, and the cookie cleared).
+ */
+export function registerLogin(fastify: FastifyInstance, { keys, failures, proxies, sessions, cookie, defaultNext }: SignIn): void {
+  void fastify.register(async (scope) => {
+    scope.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: 4096 }, (_request, body, done) =>
+      done(null, Object.fromEntries(new URLSearchParams(body as string))),
+    );
+    const nextOf = (value: unknown) => (typeof value === 'string' && NEXT_PATHS.test(value) && !value.startsWith('//') ? value : defaultNext);
+    const page = (reply: FastifyReply, status: number, html: string) =>
+      reply.status(status).type('text/html; charset=utf-8').header('cache-control', 'no-store').send(html);
+    const problem = (error: unknown, request: FastifyRequest, reply: FastifyReply) => {
+      sendProblem(error, request, reply);
+      return reply;
+    };
+
+    scope.get('/admin/login', async (request, reply) => {
+      try {
+        const signedInAs = await sessions.find(cookieValue(request.headers.cookie, cookie.name));
+        return page(reply, 200, loginPage({ next: nextOf((request.query as { next?: unknown }).next), signedInAs }));
+      } catch (error) {
+        return problem(error, request, reply);
+      }
+    });
+
+    scope.post('/admin/login', async (request, reply) => {
+      if (crossSite(request)) return problem(new ApiError('FORBIDDEN', 'Sign in from this site’s own page'), request, reply);
+      const form = (request.body ?? {}) as { key?: unknown; next?: unknown };
+      const next = nextOf(form.next);
+      try {
+        const presented = typeof form.key === 'string' && form.key !== '' ? form.key : undefined;
+        const outcome = presented === undefined ? { wrong: true as const } : await failures.check(keys.identify(presented), clientAddress(request.raw, proxies));
+        if ('retryAfterSeconds' in outcome) {
+          if (!/\btext\/html\b/.test(request.headers.accept ?? '')) return problem(tooManyFailures(outcome.retryAfterSeconds), request, reply);
+          void reply.header('retry-after', String(outcome.retryAfterSeconds));
+          return page(reply, 429, loginPage({ next, error: `Too many wrong keys from your address: try again in ${outcome.retryAfterSeconds} s.` }));
+        }
+        if ('wrong' in outcome) return page(reply, 401, loginPage({ next, error: 'That is not one of the keys.' }));
+        const token = await sessions.open(outcome.holder);
+        return reply.status(303).header('set-cookie', cookie.set(token)).header('location', next).header('cache-control', 'no-store').send();
+      } catch (error) {
+        return problem(error, request, reply);
+      }
+    });
+
+    // why the same check as signing in: a cross-site form must not sign a browser out either.
+    scope.post('/admin/logout', async (request, reply) => {
+      if (crossSite(request)) return problem(new ApiError('FORBIDDEN', 'Sign out from this site’s own page'), request, reply);
+      try {
+        await sessions.close(cookieValue(request.headers.cookie, cookie.name));
+      } catch (error) {
+        return problem(error, request, reply);
+      }
+      return reply.status(303).header('set-cookie', cookie.clear()).header('location', '/admin/login').header('cache-control', 'no-store').send();
+    });
+  });
+}

@@ -1,0 +1,48 @@
+import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { alphabetSize, estimatedBits, keyWeakness, weakKeys } from './key-strength';
+
+describe('key strength', () => {
+  it('reads the alphabet from the character classes a key uses', () => {
+    expect(alphabetSize('0123456789')).toBe(10);
+    expect(alphabetSize('deadbeef01')).toBe(16);
+    expect(alphabetSize('DEADBEEF01')).toBe(16);
+    expect(alphabetSize('abcxyz0123')).toBe(36);
+    expect(alphabetSize('abcXYZ0123')).toBe(62);
+    expect(alphabetSize('abcXYZ01-_')).toBe(64); // base64url
+    expect(alphabetSize('abcXYZ01+/==')).toBe(64); // base64, padding adds nothing
+    expect(alphabetSize('abcXYZ01!~')).toBe(94); // printable ASCII
+    expect(estimatedBits('f'.repeat(32))).toBe(128);
+  });
+
+  it.each([
+    ['openssl rand -hex 32', () => execFileSync('openssl', ['rand', '-hex', '32'], { encoding: 'utf8' }).trim()],
+    ['openssl rand -base64 32', () => execFileSync('openssl', ['rand', '-base64', '32'], { encoding: 'utf8' }).trim()],
+    ['32 random bytes as base64url', () => randomBytes(32).toString('base64url')],
+    ['16 random bytes as hex (128 bits exactly)', () => randomBytes(16).toString('hex')],
+  ])('accepts %s, every time', (_name, generate) => {
+    for (let i = 0; i < 200; i++) {
+      const key = generate();
+      expect({ key, weakness: keyWeakness(key) }).toEqual({ key, weakness: undefined });
+    }
+  });
+
+  it.each([
+    ['16 a', 'a'.repeat(16)],
+    ['a word and a counter', 'key-a-0123456789abcdef'],
+    ['a padded word', `dashboard-e2e-${'k'.repeat(20)}`],
+    ['64 a', 'a'.repeat(64)],
+    ['a repeated pair', 'ab'.repeat(40)],
+    ['a repeated run', 'abcd'.repeat(16)],
+    ['15 random bytes as hex (120 bits)', randomBytes(15).toString('hex')],
+  ])('refuses %s', (_name, key) => expect(keyWeakness(key)).toBeDefined());
+
+  it('names the variable and the key, never the key itself', () => {
+    const problems = weakKeys('ADMIN_API_KEYS', [
+      { name: 'ops', key: 'a'.repeat(64) },
+      { name: 'ci', key: randomBytes(32).toString('hex') },
+    ]);
+    expect(problems).toEqual([expect.stringMatching(/^ADMIN_API_KEYS: the key named "ops" is too weak \(only 1 distinct characters in 64/)]);
+    expect(problems[0]).not.toContain('a'.repeat(16));
+  });
+});

@@ -1,0 +1,68 @@
+#!/usr/bin/env node
+/**
+ * `npm test` after the build: the type check and two Jest lanes, side by side.
+ *
+ * - `serial`: the suites that load both cores or time what they measure (chaos, bench smoke, the
+ *   template copy's build, TLS Redis…), one at a time, as they would run alone;
+ * - `parallel`: every other suite (mostly waiting on the apps and Redis), two at a time.
+ *
+ * why lanes, not Jest's workers for everything: two CPU-heavy suites side by side on two cores make
+ * each other's timings lie; one heavy suite beside light ones does not. Suites isolate themselves by
+ * port and key prefix, and each lane checks at its end that nothing outlived its suites (see
+ * test/support/global-teardown.ts). The lanes are listed in jest.config.js.
+ *
+ * Prints each suite's result as it ends, then the full report of any lane that failed. Extra
+ * arguments go to both Jest runs (`npm test -- --ci`).
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+const root = join(import.meta.dirname, '..');
+const jest = join(root, 'node_modules', 'jest', 'bin', 'jest.js');
+const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc');
+const logs = mkdtempSync(join(tmpdir(), 'nest-offload-test-lanes-'));
+const extra = process.argv.slice(2);
+const started = Date.now();
+const elapsed = () => `${Math.round((Date.now() - started) / 1000)} s`;
+
+/** Runs one step to its end, its output to a log file; prints the lines `show` picks as they come. */
+function step(name, args, env, show = () => false) {
+  return new Promise((resolve) => {
+    const log = join(logs, `${name}.log`);
+    const chunks = [];
+    const child = spawn(process.execPath, args, { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let pending = '';
+    const take = (chunk) => {
+      chunks.push(chunk);
+      pending += chunk.toString();
+      const lines = pending.split('\n');
+      pending = lines.pop();
+      for (const line of lines) if (show(line)) console.log(`[${name} ${elapsed()}] ${line.trim()}`);
+    };
+    child.stdout.on('data', take);
+    child.stderr.on('data', take);
+    child.on('close', (code) => {
+      writeFileSync(log, Buffer.concat(chunks));
+      resolve({ name, code, log });
+    });
+  });
+}
+
+const suiteLine = (line) => /^(PASS|FAIL) /.test(line.replace(/\x1b\[[0-9;]*m/g, '')) || /^(Tests|Test Suites):/.test(line.replace(/\x1b\[[0-9;]*m/g, ''));
+const results = await Promise.all([
+  step('lint', [tsc, '-p', 'tsconfig.json', '--noEmit'], {}),
+  step('serial', [jest, '--runInBand', ...extra], { TEST_LANE: 'serial' }, suiteLine),
+  step('parallel', [jest, '--maxWorkers=2', ...extra], { TEST_LANE: 'parallel' }, suiteLine),
+]);
+let failed = false;
+for (const { name, code, log } of results) {
+  if (code === 0) continue;
+  failed = true;
+  console.log(`\n===== ${name} failed (exit ${code}); its output:\n`);
+  console.log(readFileSync(log, 'utf8'));
+}
+rmSync(logs, { recursive: true, force: true });
+console.log(`\nnpm test: ${failed ? 'FAILED' : 'passed'} in ${elapsed()} (type check, ${results.filter((r) => r.name !== 'lint').map((r) => `${r.name} lane`).join(', ')})`);
+process.exit(failed ? 1 : 0);

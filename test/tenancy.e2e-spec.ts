@@ -1,0 +1,170 @@
+import { randomBytes } from 'node:crypto';
+import { Queue } from 'bullmq';
+import IORedis from 'ioredis';
+import { canonicalJson, contentKey, coreJobs } from '@app/jobs';
+import { type JobData, queuePrefix } from '@app/queue';
+import { AppProcess, AppEnv, startAll, startApp, stackEnv } from './support/apps';
+import { getJob, readEvents, request, submit } from './support/http';
+import { WebhookReceiver } from './support/webhook-receiver';
+import { waitFor } from './support/wait';
+
+const key = () => randomBytes(32).toString('hex');
+const ALICE = key();
+const BOB = key();
+const CAROL = key();
+const ADMIN = key();
+const as = (apiKey: string) => ({ 'x-api-key': apiKey });
+const fibonacci = coreJobs.find((d) => d.name === 'fibonacci')!;
+
+/**
+ * Callers cannot see, cancel or poison each other's work: the reproductions of a security review
+ * (production mode, API keys alice, bob and carol, an admin key for the dashboard) turned into
+ * tests. Each failed on the code before job owners, `share: 'caller'` and worker-computed keys.
+ */
+describe('tenancy: one API key cannot see, cancel or poison another key\'s work', () => {
+  const env: AppEnv = stackEnv('tenancy', {
+    NODE_ENV: 'production',
+    CHAOS_JOBS: undefined,
+    API_KEYS: `alice=${ALICE},bob=${BOB},carol=${CAROL}`,
+    ADMIN_API_KEYS: `ops=${ADMIN}`,
+    QUEUE_DASHBOARD: 'true',
+    QUEUE_DASHBOARD_READONLY: 'false',
+    WORKER_THREADS: '2',
+  });
+  let api: AppProcess;
+  let worker: AppProcess;
+  let redis: IORedis;
+  let queue: Queue<JobData, unknown, string>;
+
+  beforeAll(async () => {
+    redis = new IORedis(env.REDIS_URL!, { maxRetriesPerRequest: null });
+    queue = new Queue<JobData, unknown, string>('default', { connection: redis, prefix: queuePrefix(env.REDIS_PREFIX!, 'default') });
+    [api, worker] = await startAll([startApp('api', env), startApp('worker', env)]);
+  });
+
+  afterAll(async () => {
+    await Promise.all([api?.stop(), worker?.stop()]);
+    await queue?.close();
+    redis?.disconnect();
+  });
+
+  it('a job added with a forged content key is cached under the key its input gives, through the dashboard or not', async () => {
+    const fib20Key = contentKey(fibonacci, canonicalJson({ n: 20 }));
+    const forged = { inputJson: canonicalJson({ n: 10 }), version: 1, key: fib20Key };
+    // Through the dashboard's API (an admin key): the data is rewritten as a submission of n=10 would be.
+    const added = await request(`${api.url}/admin/queues/api/queues/default/add`, { method: 'POST', headers: as(ADMIN), json: { name: 'fibonacci', data: forged, options: {} } });
+    expect(added.status).toBe(200);
+    const viaDashboard = await queue.getJob(added.body.job.id);
+    expect(viaDashboard!.data).toMatchObject({ inputJson: '{"n":10}', key: contentKey(fibonacci, '{"n":10}') });
+    // Written straight into the queue (any other way in): the worker caches under the key it computes.
+    const direct = await queue.add('fibonacci', { ...forged, inputJson: canonicalJson({ n: 11 }) });
+    await waitFor(async () => (await queue.getJobState(direct.id!)) === 'completed' && (await queue.getJobState(viaDashboard!.id!)) === 'completed', { what: 'both forged jobs completed' });
+
+    const res = await submit(api.url, 'fibonacci', { n: 20 }, { headers: as(ALICE), wait: 10 });
+    expect(res.body).toMatchObject({ status: 'completed', result: 6765 });
+    expect(res.body.cached).toBeUndefined();
+    expect((await submit(api.url, 'fibonacci', { n: 11 }, { headers: as(ALICE) })).body).toMatchObject({ result: 89, cached: true });
+    // The dashboard's API is an admin's: a client key is refused there.
+    expect((await request(`${api.url}/admin/queues/api/queues/default/add`, { method: 'POST', headers: as(BOB), json: { name: 'fibonacci', data: { n: 1 } } })).status).toBe(403);
+  });
+
+  it('a dashboard add of an input the type refuses is a 400, and nothing is queued', async () => {
+    const before = await queue.count();
+    const res = await request(`${api.url}/admin/queues/api/queues/default/add`, { method: 'POST', headers: as(ADMIN), json: { name: 'fibonacci', data: { n: -1 } } });
+    expect(res.status).toBe(400);
+    expect(res.body).toMatchObject({ code: 'INVALID_INPUT' });
+    expect(await queue.count()).toBe(before);
+  });
+
+  it('only the callers who submitted or joined a job see it: others get 404 from GET, DELETE and the event stream', async () => {
+    const input = { n: 4_000_000_000 + (Date.now() % 1_000_000) };
+    const alice = await submit(api.url, 'sum', input, { headers: as(ALICE) });
+    const bob = await submit(api.url, 'sum', input, { headers: as(BOB) });
+    expect(alice.status).toBe(202);
+    expect(bob.body.id).toBe(alice.body.id); // single flight: one run
+    const id = alice.body.id;
+    for (const apiKey of [ALICE, BOB]) expect((await getJob(api.url, id, as(apiKey))).status).toBe(200);
+    expect((await getJob(api.url, id, as(CAROL))).body).toMatchObject({ status: 404, code: 'JOB_NOT_FOUND' });
+    expect((await request(`${api.url}/v1/jobs/${id}`, { method: 'DELETE', headers: as(CAROL) })).status).toBe(404);
+    expect((await request(`${api.url}/v1/jobs/${id}/events`, { headers: as(CAROL) })).status).toBe(404);
+
+    // Bob cancels: he withdraws, the run goes on for Alice, who gets her result.
+    const withdrawn = await request(`${api.url}/v1/jobs/${id}`, { method: 'DELETE', headers: as(BOB) });
+    expect(withdrawn.status).toBe(200);
+    expect(withdrawn.body).toMatchObject({ id, status: 'cancelled', error: { code: 'JOB_CANCELLED', message: expect.stringMatching(/^Withdrawn/) } });
+    expect((await getJob(api.url, id, as(BOB))).status).toBe(404);
+    const events = await readEvents(`${api.url}/v1/jobs/${id}/events`, 60_000, as(ALICE));
+    expect(events.at(-1)).toMatchObject({ event: 'completed', data: { id, status: 'completed' } });
+    expect((await getJob(api.url, id, as(ALICE))).body).toMatchObject({ status: 'completed', result: ((BigInt(input.n) * (BigInt(input.n) + 1n)) / 2n).toString() });
+  }, 90_000);
+
+  it('the last owner to cancel cancels the run', async () => {
+    const input = { n: 5_000_000_000 + (Date.now() % 1_000_000) };
+    const { body } = await submit(api.url, 'sum', input, { headers: as(ALICE) });
+    await waitFor(async () => (await getJob(api.url, body.id, as(ALICE))).body.status === 'active', { what: 'the sum running' });
+    const res = await request(`${api.url}/v1/jobs/${body.id}`, { method: 'DELETE', headers: as(ALICE) });
+    const final = res.status === 200 ? res.body : (await waitFor(async () => ((await getJob(api.url, body.id, as(ALICE))).body.status === 'cancelled' ? (await getJob(api.url, body.id, as(ALICE))).body : undefined), { what: 'cancelled' }));
+    expect(final).toMatchObject({ status: 'cancelled', error: { code: 'JOB_CANCELLED' } });
+    expect(final.error.message).not.toMatch(/^Withdrawn/);
+  }, 60_000);
+
+  it('a pbkdf2 input (share: caller) is never confirmed to another key: no cache hit, no joined run', async () => {
+    const secret = { password: 'hunter2', salt: `alice-${Date.now()}@example.com`, iterations: 20_000 };
+    const alice = await submit(api.url, 'pbkdf2', secret, { headers: as(ALICE), wait: 10 });
+    expect(alice.body).toMatchObject({ status: 'completed' });
+    // Alice's own resubmission is answered from her cache…
+    expect((await submit(api.url, 'pbkdf2', secret, { headers: as(ALICE) })).body).toMatchObject({ cached: true, id: alice.body.id });
+    // …while Bob's right guess looks exactly like his wrong one: queued, a job of his own.
+    const right = await submit(api.url, 'pbkdf2', secret, { headers: as(BOB) });
+    const wrong = await submit(api.url, 'pbkdf2', { ...secret, password: 'hunter3' }, { headers: as(BOB) });
+    for (const guess of [right, wrong]) {
+      expect(guess.status).toBe(202);
+      expect(guess.body.cached).toBeUndefined();
+      expect(guess.body.id).not.toBe(alice.body.id);
+      expect(guess.body.createdAt).not.toBe(alice.body.createdAt);
+    }
+  });
+});
+
+/**
+ * Webhooks name the caller: the signed body carries the API key's name, and WEBHOOK_ALLOWED_HOSTS
+ * entries can be scoped to one key. (NODE_ENV=test: production allows https callbacks only, and the
+ * receivers here are plain http on loopback.)
+ */
+describe('tenancy: webhooks', () => {
+  const secret = `whsec_${randomBytes(32).toString('base64')}`;
+  let alicesHooks: WebhookReceiver;
+  let sharedHooks: WebhookReceiver;
+  let api: AppProcess | undefined;
+  let worker: AppProcess | undefined;
+
+  beforeAll(async () => {
+    [alicesHooks, sharedHooks] = await Promise.all([WebhookReceiver.start(secret), WebhookReceiver.start(secret)]);
+    const env = stackEnv('tenancy-hooks', {
+      API_KEYS: `alice=${ALICE},bob=${BOB}`,
+      WEBHOOK_SECRET: secret,
+      WEBHOOK_ALLOWED_HOSTS: `alice=127.0.0.1:${alicesHooks.port},127.0.0.1:${sharedHooks.port}`,
+      WEBHOOK_ALLOW_PRIVATE_ADDRESSES: 'true',
+    });
+    [api, worker] = await startAll([startApp('api', env), startApp('worker', env)]);
+  });
+
+  afterAll(async () => {
+    await Promise.all([api?.stop(), worker?.stop(), alicesHooks?.stop(), sharedHooks?.stop()]);
+  });
+
+  it('signs the caller\'s key name into each callback, and keeps a key-scoped receiver to its key', async () => {
+    const url = api!.url;
+    const refused = await submit(url, 'fibonacci', { n: 30 }, { headers: { ...as(BOB), 'callback-url': `http://127.0.0.1:${alicesHooks.port}/hooks` } });
+    expect(refused.status).toBe(400);
+    expect(refused.body).toMatchObject({ code: 'INVALID_CALLBACK_URL', detail: expect.stringContaining('for key "bob"') });
+
+    const input = { n: 3_000_000_000 + (Date.now() % 1_000_000) };
+    const alice = await submit(url, 'sum', input, { headers: { ...as(ALICE), 'callback-url': `http://127.0.0.1:${alicesHooks.port}/a` } });
+    const bob = await submit(url, 'sum', input, { headers: { ...as(BOB), 'callback-url': `http://127.0.0.1:${sharedHooks.port}/b` } });
+    expect(bob.body.id).toBe(alice.body.id);
+    await waitFor(() => alicesHooks.accepted().length === 1 && sharedHooks.accepted().length === 1, { timeoutMs: 30_000, what: 'one callback each' });
+    expect(alicesHooks.accepted()[0].event).toMatchObject({ type: 'job.completed', caller: 'alice', data: { id: alice.body.id } });
+    expect(sharedHooks.accepted()[0].event).toMatchObject({ type: 'job.completed', caller: 'bob', data: { id: alice.body.id } });
+  }, 60_000);
+});
