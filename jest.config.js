@@ -22,15 +22,22 @@ const shared = {
 };
 
 /**
- * The suites that load both cores or time what they measure: `npm test` runs them one at a time, in
- * this order, in a lane of their own beside the others (see scripts/test.mjs and
- * test/support/sequencer.js). The two heaviest come last, when the other lane is usually done.
- * TEST_LANE picks a lane; unset, every suite runs (`npx jest` alone, or a path).
+ * The suites that time what they measure or must have both cores to themselves (chaos, latency
+ * under a flood, the bench smoke): `npm test` runs them one at a time, in this order, in a lane of
+ * their own beside the others (see scripts/test.mjs and test/support/sequencer.js). The heaviest
+ * comes last, when the other lane is usually done. TEST_LANE picks a lane; unset, every suite runs
+ * (`npx jest` alone, or a path).
  */
-const SERIAL = ['test/queues', 'test/chaos/', 'test/input/fuzz', 'test/isolation', 'test/template', 'test/bench-smoke'];
+const SERIAL = ['test/queues', 'test/chaos/', 'test/isolation', 'test/bench-smoke'];
+/**
+ * Long suites of the parallel lane that time nothing (builds and tests on clean copies, the fuzzer):
+ * they start first, so the lane does not end waiting on one of them.
+ */
+const PARALLEL_FIRST = ['test/template', 'test/capabilities', 'test/input/fuzz'];
 const lane = process.env.TEST_LANE;
 // why through the environment: the sequencer runs in Jest's process but reads no config of ours.
 process.env.TEST_SERIAL_ORDER = SERIAL.join(',');
+process.env.TEST_PARALLEL_FIRST = PARALLEL_FIRST.join(',');
 if (lane !== undefined && lane !== 'serial' && lane !== 'parallel') throw new Error(`TEST_LANE must be serial or parallel, not "${lane}"`);
 const serial = `/(${SERIAL.map((s) => s.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')).join('|')})`;
 // The other lane's suites, as Jest's ignore patterns (full paths).

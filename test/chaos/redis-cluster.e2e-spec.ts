@@ -3,7 +3,7 @@ import { distinctSort, SubmitLoad } from '../support/failover';
 import { FailoverStack } from '../support/failover-stack';
 import { submit } from '../support/http';
 import { RedisClusterSet } from '../support/redis-ha';
-import { sleep, waitFor } from '../support/wait';
+import { waitFor } from '../support/wait';
 
 /**
  * Fault 7: on a Redis Cluster of three primaries with a replica each, the primary owning the
@@ -49,7 +49,7 @@ describe('Redis Cluster: the primary of the default queue fails over under load'
     const load = stack.load(5);
     running = load;
     load.start();
-    await sleep(3000);
+    await load.acceptedInPhase(100);
     const old = await cluster.primaryFor(defaultKey);
     const heavyPrimary = await cluster.primaryFor(heavyKey);
     // The eviction check runs per node: the replica that takes over may evict, and is reported once
@@ -84,7 +84,7 @@ describe('Redis Cluster: the primary of the default queue fails over under load'
     load.phase = 'rejoined';
     const rejoinedAt = Date.now();
     await Promise.all(stack.apps.map((app) => app.ready(30_000)));
-    await sleep(3000);
+    await load.acceptedInPhase(100);
     await load.stop();
 
     const outcome = await stack.afterFailover();

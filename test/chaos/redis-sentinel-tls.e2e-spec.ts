@@ -5,7 +5,6 @@ import { Ledger } from '../support/ledger';
 import { SentinelSet } from '../support/redis-ha';
 import { expectStackWorks } from '../support/stack-probes';
 import { TestCa } from '../support/test-ca';
-import { sleep } from '../support/wait';
 
 /**
  * The Sentinel topology as a managed offering runs it: data nodes and Sentinels serving TLS only
@@ -94,7 +93,7 @@ describe('Redis Sentinel over TLS with least-privilege ACL users', () => {
     const ledger = new Ledger('Sentinel over TLS, primary killed, REDIS_MIN_REPLICAS_ACK=1');
     load = new SubmitLoad([{ name: 'api', api, ledger }], { lanes: 3, pauseMs: 15, fanOutEvery: 10 });
     load.start();
-    await sleep(2000);
+    await load.acceptedInPhase(60);
     const old = await set!.primary();
     const killedAt = Date.now();
     load.phase = 'failover';
@@ -103,7 +102,7 @@ describe('Redis Sentinel over TLS with least-privilege ACL users', () => {
     load.phase = 'after';
     await Promise.all([api.ready(30_000), worker.ready(30_000)]);
     const readyMs = Date.now() - killedAt;
-    await sleep(2000);
+    await load.acceptedInPhase(60);
     await load.stop();
 
     const summary = await ledger.check(api.url, [worker], { timeoutMs: 45_000 });

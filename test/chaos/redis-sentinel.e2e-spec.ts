@@ -1,7 +1,7 @@
 import type { SubmitLoad } from '../support/failover';
 import { FailoverStack } from '../support/failover-stack';
 import { SentinelSet } from '../support/redis-ha';
-import { sleep, waitFor } from '../support/wait';
+import { waitFor } from '../support/wait';
 
 /**
  * Fault 6: the Sentinel-managed primary is killed (SIGKILL) under a steady load, with its replicas
@@ -34,7 +34,7 @@ describe('Redis Sentinel: the primary fails over under load', () => {
     const load = stack.load(10);
     running = load;
     load.start();
-    await sleep(3000);
+    await load.acceptedInPhase(100);
     const old = await set.primary();
     // The eviction check runs on whichever node is primary: the replicas may evict, so the promoted
     // one is reported once the apps reach it.
@@ -58,7 +58,7 @@ describe('Redis Sentinel: the primary fails over under load', () => {
     const afterAt = Date.now();
     await Promise.all(stack.apps.map((app) => app.ready(30_000)));
     const readyMs = Date.now() - killedAt;
-    await sleep(3000);
+    await load.acceptedInPhase(100);
     await load.stop();
 
     const outcome = await stack.afterFailover();

@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { AppProcess } from './apps';
 import { submit } from './http';
 import type { Ledger } from './ledger';
+import { waitFor } from './wait';
 
 /** One API under load with the ledger of what it accepted. */
 export interface LoadTarget {
@@ -78,6 +79,20 @@ export class SubmitLoad {
   async stop(): Promise<void> {
     this.stopping = true;
     await this.running;
+  }
+
+  /**
+   * Waits until every target has accepted `count` submissions sent in the current phase: a phase
+   * long enough to matter, measured in jobs rather than seconds (a busy host is slower, not shorter).
+   */
+  async acceptedInPhase(count: number, timeoutMs = 30_000): Promise<void> {
+    const phase = this.phase;
+    const names = [...new Set(this.targets.map((t) => t.name))];
+    await waitFor(() => names.every((name) => this.accepted(name, phase) >= count), {
+      timeoutMs,
+      intervalMs: 20,
+      what: () => `${count} accepted submissions per API in phase "${phase}" (${names.map((n) => `${n}: ${this.accepted(n, phase)}`).join(', ')})`,
+    });
   }
 
   accepted(target: string, phase?: string): number {

@@ -9,6 +9,8 @@ import type { TlsFiles } from './test-ca';
 import { freePort, waitFor } from './wait';
 
 const exec = promisify(execFile);
+
+class StartFailed extends Error {}
 const started = new Set<ChildProcess>();
 
 // A test that dies half-way must not leave redis-servers running.
@@ -43,7 +45,16 @@ export class RedisNode {
     started.add(proc);
     proc.once('exit', () => started.delete(proc));
     this.proc = proc;
-    await waitFor(async () => (await this.client((c) => c.ping())) === 'PONG', { timeoutMs: 10_000, what: `redis-server on ${this.port}` });
+    let exited = false;
+    proc.once('exit', () => (exited = true));
+    await waitFor(
+      async () => {
+        // A node that could not start (a port taken after all, a bad setting) says why in its log.
+        if (exited) throw new StartFailed(`redis-server on ${this.port} exited at start (${proc.exitCode ?? proc.signalCode}); its log:\n${this.logTail()}`);
+        return (await this.client((c) => c.ping())) === 'PONG';
+      },
+      { timeoutMs: 10_000, what: () => `redis-server on ${this.port}; its log:\n${this.logTail()}`, failOn: StartFailed },
+    );
   }
 
   /** Sends `signal` and waits for the process to exit (SIGKILL: the node dies as in a crash). */
@@ -321,10 +332,13 @@ export class RedisClusterSet {
     const nodes: RedisNode[] = [];
     try {
       for (let i = 0; i < 6; i++) {
+        // why: the bus port defaults to port + 10000, which nobody checked was free (a client
+        // socket's local port, another suite's server); a second free port of its own is.
+        const busPort = await freePort();
         nodes.push(
           await newNode('cluster', password, (port) => [
             ...dataArgs(port, password),
-            '--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf', '--cluster-node-timeout', String(nodeTimeoutMs),
+            '--cluster-enabled', 'yes', '--cluster-port', String(busPort), '--cluster-config-file', 'nodes.conf', '--cluster-node-timeout', String(nodeTimeoutMs),
           ]),
         );
       }

@@ -5,7 +5,18 @@ export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve
 /** Polls `check` until it returns something truthy; fails with `what` after `timeoutMs`. */
 export async function waitFor<T>(
   check: () => Promise<T> | T,
-  { timeoutMs = 10_000, intervalMs = 50, what = 'condition' }: { timeoutMs?: number; intervalMs?: number; what?: string | (() => string) } = {},
+  {
+    timeoutMs = 10_000,
+    intervalMs = 50,
+    what = 'condition',
+    failOn,
+  }: {
+    timeoutMs?: number;
+    intervalMs?: number;
+    what?: string | (() => string);
+    /** Errors of this class end the wait at once: waiting longer cannot help. */
+    failOn?: new (...args: never[]) => Error;
+  } = {},
 ): Promise<NonNullable<T>> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
@@ -14,6 +25,7 @@ export async function waitFor<T>(
       const value = await check();
       if (value) return value as NonNullable<T>;
     } catch (error) {
+      if (failOn && error instanceof failOn) throw error;
       last = error;
     }
     if (Date.now() > deadline) {
