@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // `npm run new:job -- <name>`: adds a job type. Writes libs/jobs/src/<name>.job.ts (a runnable
-// example with progress), its unit test, the registry line and the README's job-types row, so that
+// example with progress), its unit test, the registry line and its row in docs/job-types.md, so that
 // `npm run build` and `npm test` pass right away. Refuses invalid names and existing types, and never
 // overwrites a file: everything is checked before anything is written.
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -9,6 +9,7 @@ import { join } from 'node:path';
 const root = join(import.meta.dirname ?? new URL('.', import.meta.url).pathname, '..');
 const jobsDir = 'libs/jobs/src';
 const registryFile = `${jobsDir}/registry.ts`;
+const docsFile = 'docs/job-types.md';
 const read = (file) => readFileSync(join(root, file), 'utf8');
 
 function fail(message) {
@@ -89,13 +90,13 @@ const ROW = (name) =>
   `| \`${name}\` | \`{below}\`: integer 2–10^7. Generated example (the start below \`below\` with the longest Collatz chain); ` +
   `replace it with what \`${name}\` does. | \`{start, steps}\` |`;
 
-/** README with a row for `name` at the end of the API section's job-types table, or undefined without such a table. */
-function addToReadme(readme, name) {
-  const lines = readme.split('\n');
-  const api = lines.findIndex((line) => /^## API\b/.test(line));
-  if (api < 0) return undefined;
+/** The guide with a row for `name` at the end of its "The job types" table, or undefined without such a table. */
+function addToDocs(guide, name) {
+  const lines = guide.split('\n');
+  const section = lines.findIndex((line) => /^## The job types\b/.test(line));
+  if (section < 0) return undefined;
   let header = -1;
-  for (let i = api + 1; i < lines.length && !lines[i].startsWith('## '); i++) {
+  for (let i = section + 1; i < lines.length && !lines[i].startsWith('## '); i++) {
     if (/^\| Type \|/.test(lines[i])) {
       header = i;
       break;
@@ -214,13 +215,13 @@ function main() {
   const ident = [camelCase(name), `${camelCase(name)}Job`].find((candidate) => !taken.has(candidate));
   if (!ident) fail(`"${name}" gives no free identifier (${camelCase(name)} and ${camelCase(name)}Job are taken in ${registryFile}); pick another name`);
   const newRegistry = addToRegistry(registry, ident, name);
-  const readme = existsSync(join(root, 'README.md')) ? addToReadme(read('README.md'), name) : undefined;
+  const docs = existsSync(join(root, docsFile)) ? addToDocs(read(docsFile), name) : undefined;
 
   // why 'wx': fails instead of overwriting, should a file appear after the check above.
   writeFileSync(join(root, file), jobFile(name, ident), { flag: 'wx' });
   writeFileSync(join(root, spec), specFile(name, ident), { flag: 'wx' });
   writeFileSync(join(root, registryFile), newRegistry);
-  if (readme) writeFileSync(join(root, 'README.md'), readme);
+  if (docs) writeFileSync(join(root, docsFile), docs);
 
   console.log(
     [
@@ -228,15 +229,15 @@ function main() {
       `  created ${file}   the declaration, with a runnable example body that reports progress`,
       `  created ${spec}   its unit test`,
       `  edited  ${registryFile}   import and coreJobs entry`,
-      readme
-        ? '  edited  README.md   a row in the API section\'s job types table'
-        : `  README.md has no "| Type |" table under "## API": document ${name} where you document your API`,
+      docs
+        ? `  edited  ${docsFile}   a row in its job types table`
+        : `  ${docsFile} has no "| Type |" table under "## The job types": document ${name} where you document your API`,
       '',
       'Next:',
       `  1. ${file}: replace the example with the real work: description, input and output schemas, run`,
       '     (pure; load heavy libraries inside it), timeoutMs, cacheTtlSeconds; a `queue` of its own if its jobs are long or bursty.',
       `  2. ${spec}: test the real run and schema.`,
-      `  3. README.md: the ${name} row (input and result).`,
+      `  3. ${docsFile}: the ${name} row (input and result).`,
       '  4. npm test',
     ].join('\n'),
   );

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * `npm test` after the build: the type check and two Jest lanes, side by side.
+ * `npm test` after the build: the type check, ESLint and two Jest lanes, side by side.
  *
  * - `serial`: the suites that load both cores or time what they measure (chaos, bench smoke, the
  *   template copy's build, TLS Redis…), one at a time, as they would run alone;
@@ -22,6 +22,7 @@ import { join } from 'node:path';
 const root = join(import.meta.dirname, '..');
 const jest = join(root, 'node_modules', 'jest', 'bin', 'jest.js');
 const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc');
+const eslint = join(root, 'node_modules', 'eslint', 'bin', 'eslint.js');
 const logs = mkdtempSync(join(tmpdir(), 'nest-offload-test-lanes-'));
 const extra = process.argv.slice(2);
 const started = Date.now();
@@ -53,6 +54,7 @@ function step(name, args, env, show = () => false) {
 const suiteLine = (line) => /^(PASS|FAIL) /.test(line.replace(/\x1b\[[0-9;]*m/g, '')) || /^(Tests|Test Suites):/.test(line.replace(/\x1b\[[0-9;]*m/g, ''));
 const results = await Promise.all([
   step('lint', [tsc, '-p', 'tsconfig.json', '--noEmit'], {}),
+  step('eslint', [eslint, '--cache', '--cache-location', 'node_modules/.cache/eslint/', 'apps', 'libs', 'test', 'scripts', 'bench'], {}),
   step('serial', [jest, '--runInBand', ...extra], { TEST_LANE: 'serial' }, suiteLine),
   step('parallel', [jest, '--maxWorkers=2', ...extra], { TEST_LANE: 'parallel' }, suiteLine),
 ]);
@@ -64,5 +66,5 @@ for (const { name, code, log } of results) {
   console.log(readFileSync(log, 'utf8'));
 }
 rmSync(logs, { recursive: true, force: true });
-console.log(`\nnpm test: ${failed ? 'FAILED' : 'passed'} in ${elapsed()} (type check, ${results.filter((r) => r.name !== 'lint').map((r) => `${r.name} lane`).join(', ')})`);
+console.log(`\nnpm test: ${failed ? 'FAILED' : 'passed'} in ${elapsed()} (type check, ESLint, ${results.filter((r) => r.name !== 'lint' && r.name !== 'eslint').map((r) => `${r.name} lane`).join(', ')})`);
 process.exit(failed ? 1 : 0);

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { DelayedError, Job, Queue, QueueEvents, Worker, WaitingError } from 'bullmq';
+import { DelayedError, Job, Queue, Worker, WaitingError } from 'bullmq';
 import IORedis from 'ioredis';
 import type { Config } from '@app/config';
 import { BULL_STRUCTURES, bullKey, type JobData, queuePrefix, SCHEDULED_JOB_ID, scheduledJobId, schedulerId } from '@app/queue';
@@ -322,33 +322,56 @@ describe(`BullMQ internals this service relies on (bullmq ${BULLMQ})`, () => {
     });
   });
 
-  describe('QueueEvents (apps/api/src/jobs/job-events.ts)', () => {
-    it('emits "failed" only when a job fails for good (a retry is "delayed"), "completed" when it completes, "removed" when it is removed', async () => {
-      const q = queue('events');
-      const worker = manualWorker(q.name);
-      const reader = new IORedis(url, { maxRetriesPerRequest: null });
-      closers.push(async () => reader.disconnect());
-      const events = new QueueEvents(q.name, { connection: reader, prefix: queuePrefix(prefix, q.name) });
-      closers.push(() => events.close());
+  describe("the Worker's events and raw job data (apps/worker/src/processor/job-processor.ts, job-notifier.ts, slot-worker.ts)", () => {
+    it("emits 'completed' once BullMQ has recorded the end, and 'failed' with finishedOn set only on a final failure", async () => {
+      const q = queue('worker-events');
+      await q.add('ok', DATA, { jobId: 'ok' });
+      await q.add('flaky', DATA, { jobId: 'flaky', attempts: 2, backoff: { type: 'fixed', delay: 1 } });
       const seen: string[] = [];
-      for (const event of ['completed', 'failed', 'delayed', 'removed'] as const) events.on(event, ({ jobId }: { jobId: string }) => seen.push(`${event} ${jobId}`));
-      await events.waitUntilReady();
-      // QueueEvents reads the stream from where it stood when it started; these jobs' events come after.
-      await q.add('retried', DATA, { jobId: 'retried', attempts: 2, backoff: { type: 'fixed', delay: 1 } });
-      await (await take(worker, 't1')).moveToFailed(new Error('once'), 't1', false);
-      // Fetching promotes the retry once it is due.
-      const retry = await waitFor(() => take(worker, 't2'), { what: 'the retry of a failed attempt' });
-      await retry.moveToFailed(new Error('twice'), 't2', false);
-      await q.add('done', DATA, { jobId: 'done' });
-      await (await take(worker, 't3')).moveToCompleted('ok', 't3', false);
-      await q.add('gone', DATA, { jobId: 'gone', delay: 3_600_000 });
-      await q.remove('gone');
-      await assumeWithin(() => seen.includes('removed gone'), 10_000, 'QueueEvents emits "removed" for a removed job (job-events.ts: a cancel settles its watchers)', () => seen.join(', '));
-      const expected = ['delayed retried', 'failed retried', 'completed done', 'delayed gone', 'removed gone'];
+      const worker = closeLater(
+        new Worker<JobData, unknown, string>(q.name, async (job) => {
+          if (job.name === 'flaky') throw new Error('fails every time');
+          return 'result';
+        }, workerOptions(q.name)),
+      );
+      worker.on('completed', (job) => void q.getJobState(job.id!).then((state) => seen.push(`completed ${job.id} state=${state} finishedOn=${!!job.finishedOn} returnvalue=${String(job.returnvalue)} attemptsMade=${job.attemptsMade}`)));
+      worker.on('failed', (job) => seen.push(`failed ${job?.id} finishedOn=${!!job?.finishedOn}`));
+      await assumeWithin(() => seen.length === 3, 10_000, "the Worker emits 'completed' once and 'failed' for each failed attempt", () => seen.join('; '));
+      const completed = seen.find((line) => line.startsWith('completed'));
       assume(
-        JSON.stringify(seen) === JSON.stringify(expected),
-        'QueueEvents emits "failed" once, when the job fails for good (a failed attempt that will be retried is "delayed"), and "completed" and "removed" (job-events.ts: a "failed" event settles watchers with the final state)',
-        seen.join(', '),
+        completed === 'completed ok state=completed finishedOn=true returnvalue=result attemptsMade=1',
+        "when 'completed' fires, the job is completed in Redis and the Job object holds finishedOn, returnvalue and attemptsMade (job-notifier.ts sends them as the record; a watcher that reads the job on the notice sees it finished)",
+        String(completed),
+      );
+      const failures = seen.filter((line) => line.startsWith('failed'));
+      assume(
+        JSON.stringify(failures) === JSON.stringify(['failed flaky finishedOn=false', 'failed flaky finishedOn=true']),
+        "'failed' fires for every failed attempt, and only the last one has finishedOn (job-processor.ts: a notice ends watchers' waits on the final failure only)",
+        failures.join(', '),
+      );
+    });
+
+    it("fails a job whose hash holds a deferred failure ('defa') at pickup, with that reason, without running it", async () => {
+      const q = queue('deferred');
+      const ran: string[] = [];
+      const failedAtPickup: string[] = [];
+      await q.add('plain', DATA, { jobId: 'plain' });
+      await q.add('flagged', DATA, { jobId: 'flagged', attempts: 3 });
+      await connection.hset(q.toKey('flagged'), 'defa', 'JOB_CANCELLED: cancelled before it started');
+      closeLater(
+        new SlotWorker(q.name, async (job) => void ran.push(job.id!), workerOptions(q.name), new Slots(1), (job) => failedAtPickup.push(job.id!)).on('error', () => undefined),
+      );
+      await assumeWithin(
+        async () => (await q.getJobState('plain')) === 'completed' && (await q.getJobState('flagged')) === 'failed',
+        10_000,
+        "a job with 'defa' in its hash fails when picked up, for good (no retry), and the others run (libs/queue flagCancelled: a cancel the API could not make by removing the job)",
+        () => `ran ${ran.join(',')}; flagged is ${'?'}`,
+      );
+      const flagged = await Job.fromId(q, 'flagged');
+      assume(
+        flagged?.failedReason === 'JOB_CANCELLED: cancelled before it started' && JSON.stringify(ran) === JSON.stringify(['plain']) && JSON.stringify(failedAtPickup) === JSON.stringify(['flagged']),
+        "the Job BullMQ hands over carries the hash's 'defa' as deferredFailure, processJob fails the job with it as failedReason without calling the processor (SlotWorker reports it; job-view.ts reads the reason's code)",
+        `failedReason ${flagged?.failedReason}; ran ${JSON.stringify(ran)}; reported ${JSON.stringify(failedAtPickup)}`,
       );
     });
   });

@@ -1,5 +1,5 @@
-// The README's client example ("Calling it from another service"), kept here so `npm run lint`
-// compiles it; test/client.e2e-spec.ts checks the README shows it unchanged.
+// The client example of docs/api.md ("Calling it from another service"), kept here so `npm run lint`
+// compiles it; test/client.e2e-spec.ts checks the guide shows it unchanged.
 import { JobsClient, ProblemError } from '@app/client';
 
 const jobs = new JobsClient({ baseUrl: 'http://nest-offload-api:3000', apiKey: process.env.JOBS_API_KEY });

@@ -206,9 +206,9 @@ describe('JobsClient', () => {
     expect(watched.calls).toHaveLength(3);
   });
 
-  it('is shown in the README by an example that compiles (npm run lint compiles test/client-example.ts)', () => {
+  it('is shown in docs/api.md by an example that compiles (npm run lint compiles test/client-example.ts)', () => {
     const example = readFileSync(join(__dirname, 'client-example.ts'), 'utf8').replace(/^\/\/.*\n/gm, '');
-    expect(readFileSync(join(__dirname, '..', 'README.md'), 'utf8')).toContain(`\`\`\`ts\n${example}\`\`\``);
+    expect(readFileSync(join(__dirname, '..', 'docs', 'api.md'), 'utf8')).toContain(`\`\`\`ts\n${example}\`\`\``);
   });
 
   it('loads neither zod nor job code at run time', () => {

@@ -8,7 +8,7 @@ import { request, submit } from './support/http';
 
 const KEY = randomBytes(32).toString('hex');
 const ADMIN_KEY = randomBytes(32).toString('base64url');
-/** `UPDATE_SCREENSHOTS=1 npx jest test/pages.e2e-spec.ts` refreshes the README's pictures. */
+/** `UPDATE_SCREENSHOTS=1 npx jest test/pages.e2e-spec.ts` refreshes the pictures in docs/images. */
 const SCREENSHOTS = process.env.UPDATE_SCREENSHOTS === '1' ? join(__dirname, '..', 'docs', 'images') : undefined;
 /** Bull Board's page links a Google Fonts stylesheet; the page policy blocks it (no third parties). */
 const EXPECTED_BLOCKS = /fonts\.googleapis\.com/;

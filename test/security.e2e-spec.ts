@@ -42,7 +42,7 @@ describe('API keys', () => {
 
   it('checks the key before reading the body', async () => {
     const huge = JSON.stringify({ numbers: Array.from({ length: 3_000_000 }, () => 1) }); // 6 MB: over BODY_LIMIT
-    const res = await request(`${api.url}/v1/jobs/sort`, { method: 'POST', body: huge, headers: { 'content-type': 'application/json' } });
+    const res = await request(`${api.url}/v1/jobs/fibonacci`, { method: 'POST', body: huge, headers: { 'content-type': 'application/json' } });
     expect(res.status).toBe(401);
   });
 

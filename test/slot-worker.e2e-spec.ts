@@ -1,7 +1,6 @@
 import { Queue } from 'bullmq';
 import IORedis from 'ioredis';
-import type { JobData } from '@app/queue';
-import { queuePrefix } from '@app/queue';
+import { type JobData, queuePrefix } from '@app/queue';
 import { type QueueJob, SlotWorker } from '../apps/worker/src/processor/slot-worker';
 import { Slots } from '../apps/worker/src/processor/slots';
 import { uniquePrefix } from './support/apps';

@@ -15,11 +15,11 @@ function ok(result: SpawnSyncReturns<string>): string {
 
 /**
  * The template's own scripts on a clean copy of the repository, as a team starts a service from it:
- * `npm run rename`, then `npm run new:job`; then the copy builds, type-checks, passes its unit,
- * README and deploy specs, and its apps run the new type under the new name.
- * why one copy for both scripts: a build and a type check take 10-40 s each here. The rename changes
- * names and the generator adds a file and lines; neither can repair what the other breaks, so a
- * failure of either still fails the build or a spec below.
+ * `npm run rename`, then `npm run new:job` and `npm run remove:job`; then the copy builds, type-checks,
+ * passes its unit, README, docs and deploy specs, and its apps run the new type under the new name.
+ * why one copy for the three scripts: a build and a type check take 10-40 s each here. The rename
+ * changes names, the generator adds files and lines, the remover takes some away; none can repair
+ * what another breaks, so a failure of any still fails the build or a spec below.
  */
 describe('starting a service from the template, on a clean copy', () => {
   const from = (JSON.parse(readFileSync(join(__dirname, '..', 'package.json'), 'utf8')) as { name: string }).name;
@@ -28,6 +28,8 @@ describe('starting a service from the template, on a clean copy', () => {
   const metricPrefix = `${to.replaceAll('-', '_')}_`;
   const oldName = new RegExp(from.split('-').join('[-_ .]?'), 'i');
   const type = 'collatz-record';
+  // why assembled: remove:job refuses while code names the type, and this file is part of the copy.
+  const reserved = ['ne', 'w'].join('');
   const copy = RepoCopy.create('template', { project: true });
   const env = stackEnv('template');
   const procs: AppProcess[] = [];
@@ -39,6 +41,8 @@ describe('starting a service from the template, on a clean copy', () => {
     copy.remove();
   });
 
+  /** The copy as it was before new:job added `reserved`, which remove:job must give back. */
+  let beforeNew: Map<string, string> | undefined;
   const script = (file: string, ...args: string[]) => copy.exec(process.execPath, [`scripts/${file}`, ...args], { timeoutMs: 30_000 });
   /** Every file git knows in the copy, by content hash: a refused command must leave it as it was. */
   const snapshot = () => new Map(copy.files().map((file) => [file, createHash('sha256').update(copy.read(file)).digest('hex')]));
@@ -101,7 +105,7 @@ describe('starting a service from the template, on a clean copy', () => {
       expect([name, result.status]).toEqual([name, 1]);
       expect(result.stderr).toMatch(`"${name}" is not a valid job type name: it must match /^[a-z][a-z0-9-]{0,62}$/`);
     }
-    expect(script('new-job.mjs', 'sum').stderr).toMatch('job type "sum" already exists (declared in libs/jobs/src/sum.job.ts)');
+    expect(script('new-job.mjs', 'fibonacci').stderr).toMatch('job type "fibonacci" already exists (declared in libs/jobs/src/fibonacci.job.ts)');
     expect(script('new-job.mjs', 'chaos').stderr).toMatch('job type "chaos" already exists (declared in libs/jobs/src/chaos.job.ts)');
     expect(script('new-job.mjs', 'stray').stderr).toMatch('libs/jobs/src/stray.job.spec.ts already exists; nothing was written');
     expect(script('new-job.mjs').stderr).toMatch('usage: npm run new:job -- <name>');
@@ -109,22 +113,70 @@ describe('starting a service from the template, on a clean copy', () => {
     rmSync(join(copy.root, 'libs/jobs/src/stray.job.spec.ts'));
   });
 
-  it('generates a job type: its file, its unit test, the registry line and the README row', () => {
+  it('generates a job type: its file, its unit test, the registry line and its row in docs/job-types.md', () => {
     const output = ok(copy.exec('npm', ['run', '--silent', 'new:job', '--', type]));
     expect(output).toMatch(`added job type "${type}" (export collatzRecord)`);
     expect(output).toMatch(/Next:\n {2}1\. libs\/jobs\/src\/collatz-record\.job\.ts: replace the example/);
     expect(copy.read('libs/jobs/src/registry.ts')).toMatch(/^import \{ collatzRecord \} from '\.\/collatz-record\.job';$/m);
     expect(copy.read('libs/jobs/src/registry.ts')).toMatch(/export const coreJobs = \[[^\]]*, collatzRecord\] as const;/);
-    expect(copy.read('README.md')).toMatch(/^\| `collatz-record` \| `\{below\}`: integer 2–10\^7\. Generated example/m);
+    expect(copy.read('docs/job-types.md')).toMatch(/^\| `collatz-record` \| `\{below\}`: integer 2–10\^7\. Generated example/m);
+    beforeNew = snapshot();
     // A reserved word makes a valid identifier too.
-    expect(ok(copy.exec('npm', ['run', '--silent', 'new:job', '--', 'new']))).toMatch('added job type "new" (export newJob)');
+    expect(ok(copy.exec('npm', ['run', '--silent', 'new:job', '--', reserved]))).toMatch(`added job type "${reserved}" (export ${reserved}Job)`);
 
     const generated = copy.read(`libs/jobs/src/${type}.job.ts`);
     expect(script('new-job.mjs', type).stderr).toMatch(`job type "${type}" already exists (declared in libs/jobs/src/${type}.job.ts)`);
     expect(copy.read(`libs/jobs/src/${type}.job.ts`)).toBe(generated);
   });
 
-  it('builds, type-checks, and passes its unit tests and the README and deploy specs with no other edit', () => {
+  it('refuses to remove a type other code still uses, naming file and line, and changes nothing', () => {
+    // Someone's code that uses collatz-record: by its name, by its API path, by its file, and once only in a comment.
+    const user = 'apps/api/src/collatz-client.ts';
+    writeFileSync(
+      join(copy.root, user),
+      [
+        '// Asks for a collatz-record (the comment names `collatz-record` too: not a use).',
+        `export const TYPE = '${type}';`,
+        `export const path = (base: string) => \`\${base}/v1/jobs/${type}\`;`,
+        `export { longestChain } from '../../../libs/jobs/src/${type}.job';`,
+        '',
+      ].join('\n'),
+    );
+    const before = snapshot();
+    const refused = script('remove-job.mjs', type);
+    expect(refused.status).toBe(1);
+    expect(refused.stderr).toMatch(`refusing: other code still uses "${type}"; nothing was changed.`);
+    expect(refused.stderr).toMatch(`\n  ${user}:2  export const TYPE = '${type}';\n  ${user}:3  export const path`);
+    expect(refused.stderr).toMatch(`\n  ${user}:4  export { longestChain } from`);
+    expect(refused.stderr).not.toMatch(`${user}:1`);
+    expect(script('remove-job.mjs', 'nope').stderr).toMatch(`no job type "nope": no file in libs/jobs/src declares name: 'nope'`);
+    expect(script('remove-job.mjs').stderr).toMatch('usage: npm run remove:job -- <name>');
+    expect(snapshot()).toEqual(before);
+    rmSync(join(copy.root, user));
+  });
+
+  it('removes a type with its own tests and its rows in the docs, giving back the tree new:job had changed', () => {
+    // An end-to-end test of its own, and a guide that names it among others.
+    writeFileSync(join(copy.root, `test/${reserved}.e2e-spec.ts`), `it('submits ${reserved}', () => expect(1).toBe(1));\n`);
+    const guide = 'docs/removal-check.md';
+    const kept = ['| Type | What |', '| --- | --- |', `| \`${type}\` | stays |`, '', '- `other`: stays', '', `Prose that names \`${reserved}\` stays.`, ''];
+    const items = [`- \`${reserved}\`: an item`, '  of two lines'];
+    writeFileSync(join(copy.root, guide), [...kept.slice(0, 2), `| \`${reserved}\` | its row |`, ...kept.slice(2, 4), ...items, ...kept.slice(4)].join('\n'));
+
+    const output = ok(copy.exec('npm', ['run', '--silent', 'remove:job', '--', reserved]));
+    expect(output).toMatch(`remove:job: removed job type "${reserved}":\n`);
+    for (const file of [`libs/jobs/src/${reserved}.job.ts`, `libs/jobs/src/${reserved}.job.spec.ts`, `test/${reserved}.e2e-spec.ts`]) {
+      expect(output).toMatch(`removed ${file}\n`);
+    }
+    expect(output).toMatch(`\n  edited  ${guide}   removed lines 3, 6, 7\n`);
+    expect(output).toMatch(/Still named in comments or prose \(not a use; edit as you see fit\):\n/);
+    expect(output).toMatch(`\n  ${guide}:7\n`);
+    expect(copy.read(guide)).toBe(kept.join('\n'));
+    rmSync(join(copy.root, guide));
+    expect(snapshot()).toEqual(beforeNew);
+  });
+
+  it('builds, type-checks, and passes its unit tests and the README, docs and deploy specs with no other edit', () => {
     const took: string[] = [];
     const timed = (what: string, result: () => SpawnSyncReturns<string>) => {
       const started = Date.now();
@@ -135,16 +187,17 @@ describe('starting a service from the template, on a clean copy', () => {
     };
     timed('npm run build', () => copy.exec('npm', ['run', 'build'], { timeoutMs: 240_000 }));
     timed('npm run lint', () => copy.exec('npm', ['run', 'lint'], { timeoutMs: 240_000 }));
-    const jest = timed('unit, README and deploy specs', () =>
+    const jest = timed('unit, README, docs and deploy specs', () =>
       copy.exec(
         process.execPath,
-        ['node_modules/jest/bin/jest.js', '--ci', '/(apps|libs)/.*\\.spec\\.ts$', '/test/(readme|deploy)\\.e2e-spec\\.ts$'],
+        ['node_modules/jest/bin/jest.js', '--ci', '/(apps|libs)/.*\\.spec\\.ts$', '/test/(readme|docs-links|deploy)\\.e2e-spec\\.ts$'],
         { env: { REDIS_URL: env.REDIS_URL }, timeoutMs: 240_000 },
       ),
     );
     console.log(`[template] after rename and new:job, in the copy: ${took.join(', ')}`);
     expect(jest.stderr).toMatch(/PASS unit libs\/jobs\/src\/collatz-record\.job\.spec\.ts/);
     expect(jest.stderr).toMatch(/PASS e2e test\/readme\.e2e-spec\.ts/);
+    expect(jest.stderr).toMatch(/PASS e2e test\/docs-links\.e2e-spec\.ts/);
     expect(jest.stderr).toMatch(/PASS e2e test\/deploy\.e2e-spec\.ts/);
   }, 600_000);
 
@@ -171,7 +224,7 @@ describe('starting a service from the template, on a clean copy', () => {
     expect(progress).toEqual([...progress].sort((a, b) => a - b));
     expect(events.at(-1)).toMatchObject({ event: 'completed', data: { status: 'completed', result: { start: 410_011, steps: 448 } } });
     expect((await getJob(api.url, accepted.body.id)).body).toMatchObject({ status: 'completed', progress: 100 });
-    expect((await submit(api.url, 'new', { below: 10 }, { wait: 20 })).body).toMatchObject({ status: 'completed', result: { start: 9, steps: 19 } });
+    expect((await submit(api.url, reserved, { below: 10 })).body).toMatchObject({ status: 404, code: 'UNKNOWN_JOB_TYPE' });
     expect(await worker.metric(`${metricPrefix}jobs_finished_total`, { type, outcome: 'completed' })).toBe(1);
 
     for (const app of [api, worker]) {

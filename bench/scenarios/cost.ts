@@ -221,7 +221,7 @@ export class CostScenario implements Scenario<ScenarioReport> {
     if (missing <= 0) return 0;
     const from = this.nextFrom;
     this.nextFrom += missing;
-    await fillQueue(queue, sumRangeJob, missing, (i) => this.range(from + i), { chunk: this.ctx.opts.cost.chunk, retentionSeconds: this.retentionSeconds });
+    await fillQueue(queue, sumRangeJob, missing, (i) => this.range(from + i), { chunk: this.ctx.opts.cost.chunk, retentionSeconds: this.retentionSeconds, dist: this.ctx.opts.dist });
     return missing;
   }
 

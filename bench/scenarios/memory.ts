@@ -3,8 +3,7 @@ import { mb, num } from '../report/format';
 import type { ScenarioReport } from '../report/report.types';
 import type { Progress } from '../support/progress';
 import { rssBytes } from '../support/stack';
-import type { Servers } from './context';
-import { nextN, sleep } from './context';
+import { nextN, type Servers, sleep } from './context';
 
 interface Checkpoint {
   label: string;

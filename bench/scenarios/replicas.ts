@@ -7,6 +7,7 @@ import type { ScenarioReport } from '../report/report.types';
 import { cpuMs, preemptions, startNode, startTemplate } from '../support/stack';
 import { Rounds } from '../support/stats';
 import { BenchContext, fresh, nextN, rotate, Scenario, sleep } from './context';
+import { FleetLegs } from './replicas.fleet';
 
 interface View {
   id: string;
@@ -40,21 +41,26 @@ const CANCEL_N = 20_000_000_000;
 
 /**
  * Replicas cost nothing: two single-thread workers against one worker with two threads, two API
- * replicas against one behind the same load; and single flight, cancel and SSE stay correct when
- * a job's submission, its cancel or its event stream land on different replicas, under load.
+ * replicas against one behind the same load; single flight, cancel and SSE stay correct when a
+ * job's submission, its cancel or its event stream land on different replicas, under load; and an
+ * idle replica costs nothing per job (the fleet legs, replicas.fleet.ts, with the previous build
+ * beside this one when BENCH_BEFORE_DIST names it).
  *
  * Three stacks of its own, each on its own key prefix so none (nor the run's default stack)
- * consumes another's jobs, and no leg runs beside an idle replica that would still read every job
- * event: `oneWorker` = 1 API + 1 worker with WORKER_THREADS=2; `twoWorkers` = 1 API + 2 workers
+ * consumes another's jobs, and no leg runs beside an idle replica of its own prefix:
+ * `oneWorker` = 1 API + 1 worker with WORKER_THREADS=2; `twoWorkers` = 1 API + 2 workers
  * with WORKER_THREADS=1; `twoApis` = 2 APIs + 2 workers with WORKER_THREADS=1. Same build, same env otherwise.
  */
 export class ReplicasScenario implements Scenario<ScenarioReport> {
   readonly name = 'replicas';
   private readonly rounds = new Rounds();
   private stacks?: { oneWorker: Stack; twoWorkers: Stack; twoApis: Stack };
+  private readonly fleet: FleetLegs;
   private iterations = 0;
 
-  constructor(private readonly ctx: BenchContext) {}
+  constructor(private readonly ctx: BenchContext) {
+    this.fleet = new FleetLegs(ctx, this.rounds, (client, size) => this.drive([client], 'trivial', size), () => this.redisPid());
+  }
 
   async beginPass(): Promise<void> {
     const { opts, progress, templateEnv, prefix } = this.ctx;
@@ -85,9 +91,10 @@ export class ReplicasScenario implements Scenario<ScenarioReport> {
         const first = await client.json<View>('POST', '/v1/jobs/fibonacci', { json: CACHED_INPUT, headers: { prefer: 'wait=30' } });
         if (first.body?.status !== 'completed') throw new Error(`replicas: priming job did not complete (HTTP ${first.status})`);
       }
-      await this.drive(s, s.apis.length, 'pbkdf2', { total: 4 });
-      await this.drive(s, s.apis.length, 'trivial', { total: 64 });
+      await this.drive(s.clients, 'pbkdf2', { total: 4 });
+      await this.drive(s.clients, 'trivial', { total: 64 });
     }
+    await this.fleet.start();
   }
 
   async endPass(): Promise<void> {
@@ -96,6 +103,7 @@ export class ReplicasScenario implements Scenario<ScenarioReport> {
       await Promise.all([...s.apis, ...s.workers].map((p) => p.stop()));
     }
     this.stacks = undefined;
+    await this.fleet.stop();
   }
 
   async round(round: number, rounds: number): Promise<void> {
@@ -140,6 +148,8 @@ export class ReplicasScenario implements Scenario<ScenarioReport> {
     step(`1 API, ${o.callers / 2} callers (each replica's share): cache hits, for CPU per hit`);
     await this.measure({ key: 'api1half', label: `1 API, ${o.callers / 2} callers`, stack: twoWorkers, apis: 1 }, 'hit', { durationS: o.durationS, callers: o.callers / 2 });
 
+    await this.fleet.round(round, step);
+
     step(`correctness across replicas, under ${o.callers} callers of trivial jobs on both APIs`);
     await this.correctness(twoApis);
   }
@@ -158,7 +168,7 @@ export class ReplicasScenario implements Scenario<ScenarioReport> {
     const apiPreemptions = () => leg.stack.apis.reduce((sum, p) => sum + preemptions(p.pid), 0);
     const preempted = apiPreemptions();
     const before = cpu();
-    const run = await this.drive(leg.stack, leg.apis, load, size);
+    const run = await this.drive(leg.stack.clients.slice(0, leg.apis), load, size);
     const after = cpu();
     const apiPreemptedPerK = ((apiPreemptions() - preempted) / run.done) * 1000;
     this.rounds.add(`${leg.key}.${load}.apiPreemptionsPer1000`, apiPreemptedPerK);
@@ -177,13 +187,13 @@ export class ReplicasScenario implements Scenario<ScenarioReport> {
     return Number(/process_id:(\d+)/.exec(await this.ctx.redisClient.info('server'))?.[1]) || undefined;
   }
 
-  /** A closed loop of `load` over the first `apis` APIs of `s`, request i going to API i mod apis. */
-  private async drive(s: Stack, apis: number, load: Load, size: { total?: number; durationS?: number; callers?: number }) {
+  /** A closed loop of `load` over `clients`, request i going to client i mod their number. */
+  private async drive(clients: HttpClient[], load: Load, size: { total?: number; durationS?: number; callers?: number }) {
     const run = await closedLoop({
       concurrency: size.callers ?? 8,
       total: size.total,
       durationMs: size.durationS === undefined ? undefined : size.durationS * 1000,
-      task: (i) => this.submit(s.clients[i % apis], load),
+      task: (i) => this.submit(clients[i % clients.length], load),
     });
     if (run.errors.length > 0) throw new Error(`replicas (${load}): ${run.errors[0]}`);
     return { done: run.results.length, elapsedMs: run.elapsedMs };
@@ -333,6 +343,7 @@ export class ReplicasScenario implements Scenario<ScenarioReport> {
         target: 'every round',
         met: all('sse.ok', (v) => v === 1),
       },
+      ...this.fleet.rows(),
     ];
     const cell = (name: string) => (r(name).values.length ? spreadOf(r(name), num) : '–');
     const cpuRow = (leg: string, load: Load) =>
@@ -350,6 +361,7 @@ export class ReplicasScenario implements Scenario<ScenarioReport> {
             { label: 'pbkdf2 1 worker×2t', value: r('w1x2.pbkdf2.jobsPerS').median, template: false },
             { label: 'trivial 2 APIs', value: r('api2.trivial.jobsPerS').median, template: true },
             { label: 'trivial 1 API', value: r('api1.trivial.jobsPerS').median, template: false },
+            ...this.fleet.bars(),
           ],
         },
       },
@@ -373,6 +385,7 @@ export class ReplicasScenario implements Scenario<ScenarioReport> {
           `| cache hits, 2 APIs | ${cpuRow('api2', 'hit')} |`,
           `| cache hits, 1 API at ${o.callers / 2} callers (each replica's share; ${spreadOf(r('api1half.hit.jobsPerS'), perS)}) | ${cpuRow('api1half', 'hit')} |`,
         ].join('\n'),
+        this.fleet.section(),
       ],
       data: { iterations: this.iterations, ...this.rounds.all() },
     };

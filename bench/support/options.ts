@@ -1,4 +1,5 @@
-import { join } from 'node:path';
+import { existsSync } from 'node:fs';
+import { isAbsolute, join } from 'node:path';
 
 /** The scenarios `npm run bench` runs by default, in order; `payload` is an extra, run on request. */
 export const SCENARIOS = ['isolation', 'cpu', 'overhead', 'cache', 'singleFlight', 'adapters', 'batch', 'peers', 'seeds', 'replicas', 'cost'] as const;
@@ -17,6 +18,8 @@ export interface BenchOptions {
   root: string;
   /** The built apps (`nest build` output); BENCH_DIST points at a variant build to compare. */
   dist: string;
+  /** A build of the previous commit (BENCH_BEFORE_DIST): the `replicas` fleet legs run it beside `dist`, round by round. */
+  beforeDist?: string;
   resultsDir: string;
   /** Use this Redis instead of starting one (keys go under a unique prefix and are deleted afterwards). */
   redisUrl?: string;
@@ -42,8 +45,11 @@ export interface BenchOptions {
   peers: { callers: number; durationS: number; sequential: number; cpuJobs: number; cpuCallers: number; connections: number; idleS: number; busyS: number; feeders: number };
   /** GET load (connections, idle and loaded seconds) beside CPU callers; then jobs × callers for jobs/s. */
   seeds: { connections: number; idleS: number; busyS: number; callers: number; cpuJobs: number; cpuCallers: number };
-  /** pbkdf2 jobs per worker leg and their callers; callers and seconds of the trivial and cache-hit legs; single-flight callers. */
-  replicas: { cpuJobs: number; cpuCallers: number; callers: number; durationS: number; flightCallers: number };
+  /**
+   * pbkdf2 jobs per worker leg and their callers; callers and seconds of the trivial and cache-hit legs; single-flight callers;
+   * the fleet leg's numbers of API replicas (one serving, the rest idle) and its seconds per leg.
+   */
+  replicas: { cpuJobs: number; cpuCallers: number; callers: number; durationS: number; flightCallers: number; fleetSizes: number[]; fleetS: number };
   /**
    * Memory: up to `jobs` jobs per type and round, fewer when a type's runs would take more than
    * `runBudgetMs` of pool time (each job's run plus `perJobMs` of pipeline). Depths: jobs waiting;
@@ -69,6 +75,14 @@ function parseAppEnv(value: string | undefined): Record<string, string> {
   return env;
 }
 
+function beforeDist(value: string | undefined): string | undefined {
+  if (!value) return undefined;
+  if (!isAbsolute(value) || !existsSync(join(value, 'apps', 'api', 'src', 'main.js'))) {
+    throw new Error(`BENCH_BEFORE_DIST: "${value}" is not an absolute path to a build (no apps/api/src/main.js under it; \`npx nest build\` in a worktree of the previous commit makes one)`);
+  }
+  return value;
+}
+
 export function loadOptions(env: NodeJS.ProcessEnv = process.env, argv: readonly string[] = process.argv): BenchOptions {
   const smoke = argv.includes('--smoke') || env.BENCH_SMOKE === '1' || env.BENCH_SMOKE === 'true';
   const root = env.BENCH_ROOT ?? process.cwd();
@@ -83,6 +97,7 @@ export function loadOptions(env: NodeJS.ProcessEnv = process.env, argv: readonly
     scenarios: (wanted.length > 0 ? wanted : [...SCENARIOS]) as ScenarioName[],
     root,
     dist: env.BENCH_DIST ?? join(root, 'dist'),
+    beforeDist: beforeDist(env.BENCH_BEFORE_DIST),
     resultsDir: env.BENCH_RESULTS_DIR ?? join(root, 'bench', 'results', smoke ? 'smoke' : ''),
     redisUrl: env.REDIS_URL || undefined,
     threads: int('BENCH_THREADS', 2),
@@ -106,8 +121,8 @@ export function loadOptions(env: NodeJS.ProcessEnv = process.env, argv: readonly
       ? { connections: 4, idleS: 0.3, busyS: 0.3, callers: 6, cpuJobs: 8, cpuCallers: 4 }
       : { connections: 10, idleS: 2, busyS: 3.5, callers: 6, cpuJobs: 160, cpuCallers: 8 },
     replicas: smoke
-      ? { cpuJobs: 8, cpuCallers: 4, callers: 32, durationS: 0.3, flightCallers: 50 }
-      : { cpuJobs: 160, cpuCallers: 8, callers: 32, durationS: 2, flightCallers: 50 },
+      ? { cpuJobs: 8, cpuCallers: 4, callers: 32, durationS: 0.3, flightCallers: 50, fleetSizes: [1, 2], fleetS: 1 }
+      : { cpuJobs: 160, cpuCallers: 8, callers: 32, durationS: 2, flightCallers: 50, fleetSizes: [1, 2, 4, 8], fleetS: 3 },
     cost: smoke
       ? { jobs: 100, runBudgetMs: 300, perJobMs: 1, depths: [0, 1000, 5000], reps: 1, submits: 20, callers: 8, pickup: 300, chunk: 1000 }
       : { jobs: 500, runBudgetMs: 1000, perJobMs: 1, depths: [0, 100_000, 1_000_000], reps: 3, submits: 200, callers: 8, pickup: 2000, chunk: 5000 },

@@ -123,7 +123,8 @@ export async function startApp(
   const portVar = kind === 'api' ? 'PORT' : 'WORKER_PORT';
   const proc = spawn(process.execPath, [ENTRY[kind]], {
     cwd: root,
-    env: { PATH: process.env.PATH, ...runEnv(), NODE_ENV: 'test', LOG_LEVEL: 'info', HOST: '127.0.0.1', ...env, [portVar]: String(port) },
+    // why debug: the workers write a job's start and end at debug level, and ledgers count runs from them.
+    env: { PATH: process.env.PATH, ...runEnv(), NODE_ENV: 'test', LOG_LEVEL: 'debug', HOST: '127.0.0.1', ...env, [portVar]: String(port) },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const app = new AppProcess(kind, port, proc, env);

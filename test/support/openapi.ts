@@ -5,6 +5,8 @@ import addFormats from 'ajv-formats';
 
 export type OpenApiDocument = {
   openapi: string;
+  info: { license?: { name: string; identifier?: string } };
+  servers?: Array<{ url: string }>;
   paths: Record<string, Record<string, Operation>>;
   components: { schemas: Record<string, Record<string, unknown>>; securitySchemes?: Record<string, unknown> };
 };
@@ -12,6 +14,7 @@ type Media = { schema?: unknown; example?: unknown; examples?: Record<string, { 
 export type Operation = {
   operationId?: string;
   parameters?: Array<{ name: string; in: string; schema?: unknown; example?: unknown }>;
+  summary?: string;
   requestBody?: { content: Record<string, Media> };
   responses: Record<string, { content?: Record<string, Media> }>;
   security?: unknown[];
@@ -21,6 +24,14 @@ export type Operation = {
 export function validateOpenApi(document: unknown): { valid: boolean; errors?: unknown } {
   const out = execFileSync(process.execPath, [join(__dirname, 'openapi-validate.mjs')], { input: JSON.stringify(document), encoding: 'utf8', timeout: 60_000 });
   return JSON.parse(out) as { valid: boolean; errors?: unknown };
+}
+
+export type LintProblem = { rule: string; severity: 'error' | 'warn'; message: string; pointer: string };
+
+/** Problems Redocly's `recommended` ruleset finds in `document` (@redocly/openapi-core, an ES module: a node child process too). */
+export function lintOpenApi(document: unknown): LintProblem[] {
+  const out = execFileSync(process.execPath, [join(__dirname, 'openapi-lint.mjs')], { input: JSON.stringify(document), encoding: 'utf8', timeout: 60_000 });
+  return JSON.parse(out) as LintProblem[];
 }
 
 /** JSON Schema validators for schemas inside the document (its `#/components/...` refs resolve). */

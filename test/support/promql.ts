@@ -8,6 +8,7 @@ const FUNCTIONS = new Set([
   'abs', 'absent', 'absent_over_time', 'avg', 'avg_over_time', 'bottomk', 'ceil', 'changes', 'clamp', 'clamp_max', 'clamp_min',
   'count', 'count_over_time', 'delta', 'deriv', 'floor', 'group', 'histogram_quantile', 'idelta', 'increase', 'irate',
   'label_replace', 'label_values', 'last_over_time', 'max', 'max_over_time', 'min', 'min_over_time', 'predict_linear',
+  // remove:job: not a job type (PromQL's own sort and sum)
   'quantile', 'quantile_over_time', 'rate', 'resets', 'round', 'scalar', 'sort', 'sort_desc', 'stddev', 'sum', 'sum_over_time',
   'time', 'timestamp', 'topk', 'vector',
 ]);

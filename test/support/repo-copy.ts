@@ -73,7 +73,7 @@ export class RepoCopy {
   edit(file: string, from: string | RegExp, to: string): void {
     const path = join(this.root, file);
     const text = readFileSync(path, 'utf8');
-    const count = typeof from === 'string' ? text.split(from).length - 1 : (text.match(new RegExp(from, 'g')) ?? []).length;
+    const count = typeof from === 'string' ? text.split(from).length - 1 : (text.match(new RegExp(from.source, `${from.flags.replace('g', '')}g`)) ?? []).length;
     if (count !== 1) throw new Error(`${file}: expected exactly one ${String(from)}, found ${count}`);
     writeFileSync(path, text.replace(from, to));
   }

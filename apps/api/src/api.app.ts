@@ -14,7 +14,7 @@ import { registerAdminAccess } from './admin/admin-access';
 import { ApiModule } from './api.module';
 import { serveApiDocs } from './docs/api-docs';
 import { configureFastify, createAdapter } from './http/fastify.setup';
-import { JobQueues, QUEUE_REDIS } from './jobs/queue.providers';
+import { JobQueues, QUEUE_REDIS } from './queues/queue.providers';
 
 export interface ApiApp {
   app: NestFastifyApplication;
@@ -47,7 +47,7 @@ export async function createApi(config: Config, root: (api: DynamicModule) => Dy
   registerRequestLog(fastify, pino);
   registerHttpMetrics(fastify, app.get(Registry));
   registerAdminAccess(fastify, config, app.get(QUEUE_REDIS));
-  if (config.apiDocs) serveApiDocs(app, app.get(JobRegistry));
+  if (config.apiDocs) serveApiDocs(app, app.get(JobRegistry), config);
   if (config.queueDashboard) {
     // why loaded only when on: Bull Board costs ~85 ms of CPU and ~8 MB at start, for a page most replicas never serve.
     const { serveQueueDashboard } = await import('./admin/queue-dashboard');

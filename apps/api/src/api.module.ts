@@ -1,38 +1,31 @@
 import { DynamicModule, Inject, MiddlewareConsumer, Module, NestModule, RequestMethod } from '@nestjs/common';
 import { APP_FILTER } from '@nestjs/core';
-import { Queue } from 'bullmq';
 import { CACHE_REDIS, CacheModule } from '@app/cache';
 import { CONFIG, Config, ConfigModule } from '@app/config';
-import { HEALTH_INDICATORS, HealthController, HealthIndicator, Lifecycle } from '@app/health';
+import { HEALTH_INDICATORS, HealthController, HealthIndicator } from '@app/health';
 import { JobRegistry } from '@app/jobs';
 import { type Logger, LoggingModule } from '@app/logging';
 import { MetricsModule } from '@app/metrics';
 import { checkSchedules } from '@app/queue';
 import { pingRedis, type RedisClient } from '@app/redis';
 import { type Tracing, TracingModule } from '@app/tracing';
-import { BatchController } from './batch/batch.controller';
-import { BatchService } from './batch/batch.service';
+import { BatchModule } from './batch/batch.module';
 import { DemoModule } from './demo/demo.module';
 import { ProblemFilter } from './http/problem.filter';
-import { Idempotency } from './idempotency/idempotency';
+import { IdempotencyModule } from './idempotency/idempotency.module';
 import { JobTypesController } from './job-types/job-types.controller';
-import { Backlog } from './jobs/backlog';
-import { ConnectionMetrics } from './jobs/connection.metrics';
-import { JobEvents } from './jobs/job-events';
-import { JobOwners } from './jobs/job-owners';
-import { JobStore } from './jobs/job-store';
-import { JobsController } from './jobs/jobs.controller';
-import { JobsService } from './jobs/jobs.service';
-import { QueueMetrics } from './jobs/queue.metrics';
-import { QUEUE_REDIS, QueueCloser, queueProviders } from './jobs/queue.providers';
-import { ReplicaAck } from './jobs/replica-ack';
-import { ScheduleRegistrar } from './schedules/schedule-registrar';
-import { SchedulesController } from './schedules/schedules.controller';
-import { SubmissionMetrics } from './jobs/submission.metrics';
+import { JobsModule } from './jobs/jobs.module';
+import { QUEUE_REDIS } from './queues/queue.providers';
+import { QueuesModule } from './queues/queues.module';
+import { SchedulesModule } from './schedules/schedules.module';
 import { AccessMiddleware } from './security/access.middleware';
-import { webhookProviders } from './webhooks/webhooks.providers';
+import { WebhooksModule } from './webhooks/webhooks.module';
 
-/** The HTTP API: validates, enqueues, reads and cancels jobs. Its event loop only does I/O. */
+/**
+ * The HTTP API: validates, enqueues, reads and cancels jobs. Its event loop only does I/O. The core
+ * is JobsModule; each optional capability is one module below, and deleting its folder and its
+ * line leaves the rest whole (test/capabilities.e2e-spec.ts).
+ */
 @Module({})
 export class ApiModule implements NestModule {
   static forRoot(config: Config, logger: Logger, tracing?: Tracing): DynamicModule {
@@ -45,30 +38,19 @@ export class ApiModule implements NestModule {
         ConfigModule.forRoot(config),
         LoggingModule.forRoot(logger),
         TracingModule.forRoot(tracing),
+        QueuesModule.forRoot(registry),
         CacheModule,
         MetricsModule,
+        JobsModule,
+        BatchModule,
+        IdempotencyModule,
+        WebhooksModule,
+        SchedulesModule,
         ...(config.demo ? [DemoModule] : []),
       ],
-      controllers: [BatchController, JobsController, JobTypesController, SchedulesController, HealthController],
+      controllers: [JobTypesController, HealthController],
       providers: [
         { provide: APP_FILTER, useClass: ProblemFilter },
-        { provide: JobRegistry, useValue: registry },
-        ...queueProviders,
-        QueueCloser,
-        Lifecycle,
-        JobEvents,
-        JobStore,
-        JobOwners,
-        Backlog,
-        Idempotency,
-        ReplicaAck,
-        JobsService,
-        BatchService,
-        QueueMetrics,
-        ScheduleRegistrar,
-        ...webhookProviders,
-        SubmissionMetrics,
-        ConnectionMetrics,
         {
           provide: HEALTH_INDICATORS,
           inject: [QUEUE_REDIS, CACHE_REDIS],

@@ -12,6 +12,7 @@ import { JobPool } from './pool/job-pool';
 import { CancelListener } from './processor/cancel.listener';
 import { ConnectionMetrics } from './processor/connection.metrics';
 import { FanOut } from './processor/fan-out';
+import { JobNotifier } from './processor/job-notifier';
 import { JobProcessor } from './processor/job-processor';
 import { WORKER_REDIS } from './processor/worker-redis';
 import { WorkerMetrics } from './processor/worker.metrics';
@@ -53,6 +54,7 @@ export class WorkerModule {
         JobPool,
         WorkerMetrics,
         FanOut,
+        JobNotifier,
         JobProcessor,
         CancelListener,
         ConnectionMetrics,

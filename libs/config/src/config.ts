@@ -132,6 +132,14 @@ const webhookSecret = z
     return bytes >= 24 && bytes <= 64;
   }, 'must encode 24 to 64 random bytes');
 
+/** A host webhooks may call (see WEBHOOK_ALLOWED_HOSTS); without a port, the scheme's default port. */
+export interface WebhookHost {
+  readonly host: string;
+  readonly port?: number;
+  /** The API key (by name) whose callbacks may go there; undefined: every key's. */
+  readonly key?: string;
+}
+
 /**
  * One WEBHOOK_ALLOWED_HOSTS entry, `host` or `host:port` (`[v6]:port`), normalized the way WHATWG URL
  * normalizes a callback URL's host (lowercase, IDNA to punycode, IPv4 forms to dotted decimal), so
@@ -156,8 +164,14 @@ const webhookHostList = z
   .transform((v) => [...new Set(v.split(',').map((entry) => entry.trim()).filter(Boolean))])
   .pipe(z.array(z.string().transform(hostEntry)).min(1, 'must name at least one host'));
 
+/**
+ * Every variable the apps read, with its parser and default: the one place a setting is declared.
+ * Each one is a field of Config under its camelCase name (`MAX_BACKLOG` → `maxBacklog`), typed by
+ * its parser, unless `assemble` below reads it into a field of another name or shape.
+ */
 const schema = z.object({
   NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
+  // Queue Redis (BullMQ): a URL, a Sentinel set or a Cluster (see queueRedis).
   REDIS_URL: redisUrl.optional(),
   REDIS_SENTINELS: hostList.optional(),
   REDIS_SENTINEL_NAME: sentinelName.optional(),
@@ -166,12 +180,16 @@ const schema = z.object({
   REDIS_PASSWORD: z.string().max(4096, 'must be at most 4096 characters').optional(),
   REDIS_TLS: bool.default(false),
   REDIS_TLS_CA_FILE: z.string().trim().min(1).optional(),
+  /** Replicas that must acknowledge a job's write (Redis WAIT) before the API answers 202; 0 is off. */
   REDIS_MIN_REPLICAS_ACK: int(0, 16).default(0),
+  // Result-cache Redis (see cacheRedis).
   CACHE_REDIS_URL: redisUrl.optional(),
   CACHE_REDIS_SENTINELS: hostList.optional(),
   CACHE_REDIS_SENTINEL_NAME: sentinelName.optional(),
   CACHE_REDIS_CLUSTER_NODES: hostList.optional(),
+  /** In-process memory for recently read cache entries (per replica); 0 turns it off. */
   CACHE_MEMORY_MB: int(0, 4096).default(16),
+  /** Prefix of every Redis key this service writes (BullMQ's prefix too). */
   REDIS_PREFIX: z
     .string()
     .regex(/^[\w.-]{1,64}$/, 'must be 1-64 letters, digits, dots, dashes or underscores')
@@ -180,40 +198,65 @@ const schema = z.object({
   PORT: int(0, 65535).default(3000),
   WORKER_PORT: int(0, 65535).default(3001),
   WORKER_THREADS: int(1, 256).default(cpuBudget()),
+  /** Queues this worker consumes; undefined means every queue a registered type uses. */
   WORKER_QUEUES: queueList.optional(),
+  /** Heap limit of each pool thread; a job past it fails with JOB_OUT_OF_MEMORY. */
   WORKER_MAX_MEMORY_MB: int(16, 65536).default(512),
+  /** Added to the pool threads' nice value so they yield the CPU to event loops. */
   WORKER_NICE: int(0, 19).default(19),
+  /**
+   * Linux scheduling policy of the pool threads: `idle` (SCHED_IDLE) runs them only when no other
+   * thread wants the CPU; `other` is the default time sharing, where only WORKER_NICE weighs them.
+   */
   WORKER_SCHED: z.enum(['idle', 'other'], { error: 'must be idle or other' }).default('other'),
+  /** Upper bound on every job type's own timeout. */
   JOB_TIMEOUT_MS: int(100, 24 * 3600 * 1000).default(60_000),
+  /** How long finished jobs stay readable by id. */
   JOB_RETENTION_SECONDS: int(1, 30 * 24 * 3600).default(3600),
+  /** BullMQ lock of a running job, renewed at half this; a job whose lock lapses is "stalled" and re-run. */
   JOB_LOCK_MS: int(1000, 600_000).default(30_000),
   SHUTDOWN_TIMEOUT_MS: int(0, 3600 * 1000).default(25_000),
   MAX_BACKLOG: int(1, 100_000_000).default(10_000),
   MAX_WAIT_SECONDS: int(0, 300).default(30),
+  /** How long an Idempotency-Key is remembered: a retry within it gets the same job(s). */
   IDEMPOTENCY_TTL_SECONDS: int(1, 30 * 24 * 3600).default(86_400),
+  /** Most items one POST /v1/jobs/{type}/batch may carry. */
   BATCH_MAX_ITEMS: int(1, 100_000).default(1000),
+  /** Time a client has to send a whole request, headers and body; slower clients are cut off. */
   REQUEST_TIMEOUT_MS: int(1000, 600_000).default(30_000),
   BODY_LIMIT: size.default(5 * 1024 ** 2),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** `auto`: readable lines on a terminal outside production, JSON lines everywhere else. */
+  LOG_FORMAT: z.enum(['auto', 'json', 'pretty']).default('auto'),
+  /** Registers the `chaos` job type (crash, hang, leak on demand) for tests and drills. */
   CHAOS_JOBS: bool.default(false),
+  /** Serves the /demo page (live event-loop chart). Never in production. */
   DEMO: bool.default(false),
-  API_KEYS: apiKeys.optional(),
-  ADMIN_API_KEYS: apiKeys.optional(),
+  /** Client keys, accepted on /v1 (Authorization: Bearer or x-api-key) and /docs; empty means no authentication. */
+  API_KEYS: apiKeys.default([]),
+  /** Admin keys, the only ones accepted on /admin/* (the queue dashboard) once any key is set; never on /v1. */
+  ADMIN_API_KEYS: apiKeys.default([]),
   ALLOW_UNAUTHENTICATED: bool.default(false),
+  /** Requests per minute per API key (per client IP without keys), shared by all replicas; 0 is off. */
   RATE_LIMIT_PER_MINUTE: int(0, 10_000_000).default(0),
   RATE_LIMIT_BURST: int(1, 10_000_000).optional(),
-  TRUSTED_PROXIES: cidrList.optional(),
+  /** Proxies whose X-Forwarded-For is read (only when one of them is the direct peer); empty: never read. */
+  TRUSTED_PROXIES: cidrList.default([]),
   TRUST_PROXY_HOPS: z.string().trim().optional(),
+  /** What to do when the queue Redis may evict keys (evicted keys are lost jobs). */
   REDIS_EVICTION_CHECK: z.enum(['warn', 'refuse', 'off']).default('warn'),
   API_DOCS: bool.optional(),
+  /** Serves the Bull Board queue dashboard at /admin/queues, to admin keys only when any key is set. */
   QUEUE_DASHBOARD: bool.default(false),
   QUEUE_DASHBOARD_READONLY: bool.default(true),
+  // Webhooks (see webhooks).
   WEBHOOK_SECRET: webhookSecret.optional(),
   WEBHOOK_ALLOWED_HOSTS: webhookHostList.optional(),
   WEBHOOK_ALLOW_PRIVATE_ADDRESSES: bool.default(false),
   WEBHOOK_MAX_ATTEMPTS: int(1, 100).default(12),
   WEBHOOK_BACKOFF_MS: int(10, 3_600_000).default(5000),
   WEBHOOK_TIMEOUT_MS: int(100, 120_000).default(15_000),
+  // Tracing (see otel).
   OTEL_EXPORTER_OTLP_ENDPOINT: otlpEndpoint.optional(),
   OTEL_EXPORTER_OTLP_HEADERS: otlpHeaders.optional(),
   OTEL_SERVICE_NAME: z.string().trim().min(1).max(255).optional(),
@@ -226,107 +269,21 @@ const schema = z.object({
     .optional(),
 });
 
-/** A host webhooks may call (see WEBHOOK_ALLOWED_HOSTS); without a port, the scheme's default port. */
-export interface WebhookHost {
-  readonly host: string;
-  readonly port?: number;
-  /** The API key (by name) whose callbacks may go there; undefined: every key's. */
-  readonly key?: string;
-}
+type Variables = z.output<typeof schema>;
 
-/** Webhook settings; present only when WEBHOOK_SECRET and WEBHOOK_ALLOWED_HOSTS are both set. */
-export interface WebhookConfig {
-  /** Standard Webhooks signing secret (`whsec_…`). */
-  readonly secret: string;
-  readonly allowedHosts: readonly WebhookHost[];
-  /** URL schemes callbacks may use: https only in production. */
-  readonly schemes: readonly ('http:' | 'https:')[];
-  /** Lets an allowed name resolve to a private, loopback or link-local address (internal receivers). */
-  readonly allowPrivateAddresses: boolean;
-  readonly maxAttempts: number;
-  /** First retry delay; each next one doubles. */
-  readonly backoffMs: number;
-  readonly timeoutMs: number;
-}
+/** A variable's field in Config: `MAX_BACKLOG` → `maxBacklog`. */
+type FieldOf<Name extends string> = Name extends `${infer Head}_${infer Tail}` ? `${Lowercase<Head>}${Capitalize<FieldOf<Tail>>}` : Lowercase<Name>;
+const fieldOf = (name: string): string => name.toLowerCase().replace(/_(.)/g, (_, letter: string) => letter.toUpperCase());
 
-export interface Config {
-  readonly env: 'development' | 'production' | 'test';
-  /** Queue Redis (BullMQ): a URL, a Sentinel set or a Cluster. Must not evict keys. */
-  readonly queueRedis: RedisTarget;
-  /** Result-cache Redis; the queue Redis unless set, may be a separate one with an LRU policy. */
-  readonly cacheRedis: RedisTarget;
-  /** Replicas that must acknowledge a job's write (Redis WAIT) before the API answers 202; 0 is off. */
-  readonly redisMinReplicasAck: number;
-  /** In-process memory for recently read cache entries (per replica); 0 turns it off. */
-  readonly cacheMemoryMb: number;
-  /** Prefix of every Redis key this service writes (BullMQ's prefix too). */
-  readonly redisPrefix: string;
-  readonly host: string;
-  readonly port: number;
-  readonly workerPort: number;
-  readonly workerThreads: number;
-  /** Queues this worker consumes; undefined means every queue a registered type uses. */
-  readonly workerQueues?: readonly string[];
-  /** Heap limit of each pool thread; a job past it fails with JOB_OUT_OF_MEMORY. */
-  readonly workerMaxMemoryMb: number;
-  /** Added to the pool threads' nice value so they yield the CPU to event loops. */
-  readonly workerNice: number;
-  /**
-   * Linux scheduling policy of the pool threads: `idle` (SCHED_IDLE) runs them only when no other
-   * thread wants the CPU; `other` is the default time sharing, where only WORKER_NICE weighs them.
-   */
-  readonly workerSched: 'idle' | 'other';
-  /** Upper bound on every job type's own timeout. */
-  readonly jobTimeoutMs: number;
-  /** How long finished jobs stay readable by id. */
-  readonly jobRetentionSeconds: number;
-  /** BullMQ lock of a running job, renewed at half this; a job whose lock lapses is "stalled" and re-run. */
-  readonly jobLockMs: number;
-  readonly shutdownTimeoutMs: number;
-  readonly maxBacklog: number;
-  readonly maxWaitSeconds: number;
-  /** How long an Idempotency-Key is remembered: a retry within it gets the same job(s). */
-  readonly idempotencyTtlSeconds: number;
-  /** Most items one POST /v1/jobs/{type}/batch may carry. */
-  readonly batchMaxItems: number;
-  /** Time a client has to send a whole request, headers and body; slower clients are cut off. */
-  readonly requestTimeoutMs: number;
-  readonly bodyLimit: number;
-  readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
-  /** Registers the `chaos` job type (crash, hang, leak on demand) for tests and drills. */
-  readonly chaosJobs: boolean;
-  /** Serves the /demo page (live event-loop chart). Never in production. */
-  readonly demo: boolean;
-  /** Client keys, accepted on /v1 (Authorization: Bearer or x-api-key) and /docs; empty means no authentication. */
-  readonly apiKeys: ReadonlyArray<{ readonly name: string; readonly key: string }>;
-  /** Admin keys, the only ones accepted on /admin/* (the queue dashboard) once any key is set; never on /v1. */
-  readonly adminApiKeys: ReadonlyArray<{ readonly name: string; readonly key: string }>;
-  /** Requests per minute per API key (per client IP without keys), shared by all replicas; 0 is off. */
-  readonly rateLimitPerMinute: number;
-  /** Requests a client may make at once before the per-minute rate applies. */
-  readonly rateLimitBurst: number;
-  /** Proxies whose X-Forwarded-For is read (only when one of them is the direct peer); empty: never read. */
-  readonly trustedProxies: readonly Cidr[];
-  /** What to do when the queue Redis may evict keys (evicted keys are lost jobs). */
-  readonly redisEvictionCheck: 'warn' | 'refuse' | 'off';
-  /** Serves the OpenAPI document (/docs-json) and its interactive page (/docs); behind the API keys when set. */
-  readonly apiDocs: boolean;
-  /** Serves the Bull Board queue dashboard at /admin/queues, to admin keys only when any key is set. */
-  readonly queueDashboard: boolean;
-  /** The dashboard only shows; retry, remove, pause, clean and add are refused. */
-  readonly queueDashboardReadOnly: boolean;
-  /** Signed callbacks on completion (Callback-Url); undefined means off. */
-  readonly webhooks?: WebhookConfig;
-  /** Tracing: on when the OTLP/HTTP endpoint is set (spans go to `<endpoint>/v1/traces`). */
-  readonly otel: {
-    readonly endpoint?: string;
-    /** Sent with every export (e.g. a vendor's API key). */
-    readonly headers: Readonly<Record<string, string>>;
-    /** service.name; undefined means nest-offload-api or nest-offload-worker. */
-    readonly serviceName?: string;
-    /** Share of requests (root spans) traced; a trace's other spans follow its root's decision. */
-    readonly sampleRatio: number;
-  };
+/** A value as Config holds it: a list frozen, and the entries in it. */
+type Frozen<T> = T extends readonly (infer Entry)[] ? readonly Readonly<Entry>[] : T;
+const frozen = (value: unknown): unknown =>
+  Array.isArray(value) ? Object.freeze(value.map((entry: unknown) => (typeof entry === 'object' && entry !== null ? Object.freeze(entry) : entry))) : value;
+
+/** Variables as fields of their own, each under its FieldOf name. */
+type Fields<Vars> = { readonly [Name in keyof Vars as FieldOf<Name & string>]: Frozen<Vars[Name]> };
+function fieldsOf<Vars extends object>(variables: Vars): Fields<Vars> {
+  return Object.fromEntries(Object.entries(variables).map(([name, value]) => [fieldOf(name), frozen(value)])) as Fields<Vars>;
 }
 
 /** Variables whose values may hold credentials: never echoed in error messages. */
@@ -340,6 +297,97 @@ export class ConfigError extends Error {
     this.name = 'ConfigError';
   }
 }
+
+/**
+ * The settings as the apps read them: every variable of the schema a field of its own (see FieldOf),
+ * but for these, read into fields of another name or shape (the Redis ones into `queueRedis` and
+ * `cacheRedis` by `loadConfig`; ALLOW_UNAUTHENTICATED and TRUST_PROXY_HOPS only checked there).
+ */
+function assemble(
+  {
+    NODE_ENV,
+    REDIS_URL,
+    REDIS_SENTINELS,
+    REDIS_SENTINEL_NAME,
+    REDIS_CLUSTER_NODES,
+    REDIS_USERNAME,
+    REDIS_PASSWORD,
+    REDIS_TLS,
+    REDIS_TLS_CA_FILE,
+    CACHE_REDIS_URL,
+    CACHE_REDIS_SENTINELS,
+    CACHE_REDIS_SENTINEL_NAME,
+    CACHE_REDIS_CLUSTER_NODES,
+    ALLOW_UNAUTHENTICATED,
+    RATE_LIMIT_BURST,
+    TRUST_PROXY_HOPS,
+    API_DOCS,
+    QUEUE_DASHBOARD_READONLY,
+    WEBHOOK_SECRET,
+    WEBHOOK_ALLOWED_HOSTS,
+    WEBHOOK_ALLOW_PRIVATE_ADDRESSES,
+    WEBHOOK_MAX_ATTEMPTS,
+    WEBHOOK_BACKOFF_MS,
+    WEBHOOK_TIMEOUT_MS,
+    OTEL_EXPORTER_OTLP_ENDPOINT,
+    OTEL_EXPORTER_OTLP_HEADERS,
+    OTEL_SERVICE_NAME,
+    OTEL_TRACES_SAMPLER,
+    OTEL_TRACES_SAMPLER_ARG,
+    ...own
+  }: Variables,
+  queueRedis: RedisTarget,
+  cacheRedis: RedisTarget,
+) {
+  return Object.freeze({
+    ...fieldsOf(own),
+    env: NODE_ENV,
+    /** Queue Redis (BullMQ): a URL, a Sentinel set or a Cluster. Must not evict keys. */
+    queueRedis,
+    /** Result-cache Redis; the queue Redis unless set, may be a separate one with an LRU policy. */
+    cacheRedis,
+    /** Requests a client may make at once before the per-minute rate applies. */
+    rateLimitBurst: RATE_LIMIT_BURST ?? Math.max(1, Math.ceil(own.RATE_LIMIT_PER_MINUTE / 10)),
+    /** Serves the OpenAPI document (/docs-json) and its interactive page (/docs); behind the API keys when set. */
+    apiDocs: API_DOCS ?? NODE_ENV !== 'production',
+    /** The dashboard only shows; retry, remove, pause, clean and add are refused. */
+    queueDashboardReadOnly: QUEUE_DASHBOARD_READONLY,
+    /** Signed callbacks on completion (Callback-Url); undefined means off: on when WEBHOOK_SECRET and WEBHOOK_ALLOWED_HOSTS are both set. */
+    webhooks:
+      WEBHOOK_SECRET && WEBHOOK_ALLOWED_HOSTS
+        ? Object.freeze({
+            /** Standard Webhooks signing secret (`whsec_…`). */
+            secret: WEBHOOK_SECRET,
+            allowedHosts: Object.freeze(WEBHOOK_ALLOWED_HOSTS.map((h) => Object.freeze(h))),
+            /** URL schemes callbacks may use: https only in production. */
+            // why: a callback carries job results; in production they travel encrypted.
+            schemes: Object.freeze<('http:' | 'https:')[]>(NODE_ENV === 'production' ? ['https:'] : ['http:', 'https:']),
+            /** Lets an allowed name resolve to a private, loopback or link-local address (internal receivers). */
+            allowPrivateAddresses: WEBHOOK_ALLOW_PRIVATE_ADDRESSES,
+            maxAttempts: WEBHOOK_MAX_ATTEMPTS,
+            /** First retry delay; each next one doubles. */
+            backoffMs: WEBHOOK_BACKOFF_MS,
+            timeoutMs: WEBHOOK_TIMEOUT_MS,
+          })
+        : undefined,
+    /** Tracing: on when the OTLP/HTTP endpoint is set (spans go to `<endpoint>/v1/traces`). */
+    otel: Object.freeze({
+      endpoint: OTEL_EXPORTER_OTLP_ENDPOINT,
+      /** Sent with every export (e.g. a vendor's API key). */
+      headers: Object.freeze(OTEL_EXPORTER_OTLP_HEADERS ?? {}),
+      /** service.name; undefined means nest-offload-api or nest-offload-worker. */
+      serviceName: OTEL_SERVICE_NAME,
+      /** Share of requests (root spans) traced; a trace's other spans follow its root's decision. */
+      sampleRatio: OTEL_TRACES_SAMPLER === 'parentbased_traceidratio' ? (OTEL_TRACES_SAMPLER_ARG ?? 1) : 1,
+    }),
+  });
+}
+
+/** Every setting the two apps read: derived from the schema, so a new variable is one line there. */
+export type Config = ReturnType<typeof assemble>;
+
+/** Webhook settings; present only when WEBHOOK_SECRET and WEBHOOK_ALLOWED_HOSTS are both set. */
+export type WebhookConfig = NonNullable<Config['webhooks']>;
 
 /**
  * Parses the environment into a frozen Config, or throws a ConfigError naming each bad variable.
@@ -393,26 +441,26 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, app?: 'api' | '
     e.DEMO && e.NODE_ENV === 'production' && 'DEMO: must not be enabled when NODE_ENV=production',
     app === 'api' &&
       e.NODE_ENV === 'production' &&
-      !e.API_KEYS?.length &&
+      !e.API_KEYS.length &&
       !e.ALLOW_UNAUTHENTICATED &&
       'API_KEYS: required when NODE_ENV=production (set ALLOW_UNAUTHENTICATED=true if a gateway in front authenticates)',
     // why: in production the docs and the dashboard are served only behind the API keys.
     app === 'api' &&
       e.NODE_ENV === 'production' &&
       e.API_DOCS &&
-      !e.API_KEYS?.length &&
+      !e.API_KEYS.length &&
       'API_DOCS: needs API_KEYS when NODE_ENV=production (the docs are served behind the keys)',
     app === 'api' &&
       e.NODE_ENV === 'production' &&
       e.QUEUE_DASHBOARD &&
-      !e.ADMIN_API_KEYS?.length &&
+      !e.ADMIN_API_KEYS.length &&
       'QUEUE_DASHBOARD: needs ADMIN_API_KEYS when NODE_ENV=production (the dashboard is served to admin keys only)',
-    new Set(e.API_KEYS?.map((k) => k.name)).size !== (e.API_KEYS?.length ?? 0) && 'API_KEYS: key names must be unique',
-    new Set(e.ADMIN_API_KEYS?.map((k) => k.name)).size !== (e.ADMIN_API_KEYS?.length ?? 0) && 'ADMIN_API_KEYS: key names must be unique',
+    new Set(e.API_KEYS.map((k) => k.name)).size !== e.API_KEYS.length && 'API_KEYS: key names must be unique',
+    new Set(e.ADMIN_API_KEYS.map((k) => k.name)).size !== e.ADMIN_API_KEYS.length && 'ADMIN_API_KEYS: key names must be unique',
     ...weakKeys('API_KEYS', e.API_KEYS),
     ...weakKeys('ADMIN_API_KEYS', e.ADMIN_API_KEYS),
-    ...(e.ADMIN_API_KEYS ?? [])
-      .filter((admin) => e.API_KEYS?.some((client) => client.key === admin.key))
+    ...e.ADMIN_API_KEYS
+      .filter((admin) => e.API_KEYS.some((client) => client.key === admin.key))
       .map((admin) => `ADMIN_API_KEYS: the key named "${admin.name}" is also one of API_KEYS; an admin key must be a key of its own`),
     // why refuse rather than ignore: it trusted X-Forwarded-For from whatever peer sent it; ignored, a
     // proxy's clients would silently share its address, and so its rate limit and failed-sign-in budget.
@@ -420,67 +468,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, app?: 'api' | '
       e.TRUST_PROXY_HOPS !== '0' &&
       'TRUST_PROXY_HOPS: no longer read; list the addresses of your proxies in TRUSTED_PROXIES instead (CIDRs, e.g. 10.0.0.0/8), and remove it',
     ...(e.WEBHOOK_ALLOWED_HOSTS ?? [])
-      .filter((h) => h.key !== undefined && !e.API_KEYS?.some((k) => k.name === h.key))
+      .filter((h) => h.key !== undefined && !e.API_KEYS.some((k) => k.name === h.key))
       .map((h) => `WEBHOOK_ALLOWED_HOSTS: "${h.key}=${h.host}" names no key of API_KEYS`),
     (e.WEBHOOK_SECRET === undefined) !== (e.WEBHOOK_ALLOWED_HOSTS === undefined) &&
       'WEBHOOK_SECRET and WEBHOOK_ALLOWED_HOSTS: set both to turn webhooks on, or neither',
   ].filter((p): p is string => typeof p === 'string');
   if (refused.length > 0) throw new ConfigError(refused);
-  return Object.freeze({
-    env: e.NODE_ENV,
-    queueRedis,
-    cacheRedis,
-    redisMinReplicasAck: e.REDIS_MIN_REPLICAS_ACK,
-    cacheMemoryMb: e.CACHE_MEMORY_MB,
-    redisPrefix: e.REDIS_PREFIX,
-    host: e.HOST,
-    port: e.PORT,
-    workerPort: e.WORKER_PORT,
-    workerThreads: e.WORKER_THREADS,
-    workerQueues: e.WORKER_QUEUES && Object.freeze(e.WORKER_QUEUES),
-    workerMaxMemoryMb: e.WORKER_MAX_MEMORY_MB,
-    workerNice: e.WORKER_NICE,
-    workerSched: e.WORKER_SCHED,
-    jobTimeoutMs: e.JOB_TIMEOUT_MS,
-    jobRetentionSeconds: e.JOB_RETENTION_SECONDS,
-    jobLockMs: e.JOB_LOCK_MS,
-    shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
-    maxBacklog: e.MAX_BACKLOG,
-    maxWaitSeconds: e.MAX_WAIT_SECONDS,
-    idempotencyTtlSeconds: e.IDEMPOTENCY_TTL_SECONDS,
-    batchMaxItems: e.BATCH_MAX_ITEMS,
-    requestTimeoutMs: e.REQUEST_TIMEOUT_MS,
-    bodyLimit: e.BODY_LIMIT,
-    logLevel: e.LOG_LEVEL,
-    chaosJobs: e.CHAOS_JOBS,
-    demo: e.DEMO,
-    apiKeys: Object.freeze((e.API_KEYS ?? []).map((k) => Object.freeze(k))),
-    adminApiKeys: Object.freeze((e.ADMIN_API_KEYS ?? []).map((k) => Object.freeze(k))),
-    rateLimitPerMinute: e.RATE_LIMIT_PER_MINUTE,
-    rateLimitBurst: e.RATE_LIMIT_BURST ?? Math.max(1, Math.ceil(e.RATE_LIMIT_PER_MINUTE / 10)),
-    trustedProxies: Object.freeze((e.TRUSTED_PROXIES ?? []).map((c) => Object.freeze(c))),
-    redisEvictionCheck: e.REDIS_EVICTION_CHECK,
-    apiDocs: e.API_DOCS ?? e.NODE_ENV !== 'production',
-    queueDashboard: e.QUEUE_DASHBOARD,
-    queueDashboardReadOnly: e.QUEUE_DASHBOARD_READONLY,
-    webhooks:
-      e.WEBHOOK_SECRET && e.WEBHOOK_ALLOWED_HOSTS
-        ? Object.freeze({
-            secret: e.WEBHOOK_SECRET,
-            allowedHosts: Object.freeze(e.WEBHOOK_ALLOWED_HOSTS.map((h) => Object.freeze(h))),
-            // why: a callback carries job results; in production they travel encrypted.
-            schemes: Object.freeze(e.NODE_ENV === 'production' ? (['https:'] as const) : (['http:', 'https:'] as const)),
-            allowPrivateAddresses: e.WEBHOOK_ALLOW_PRIVATE_ADDRESSES,
-            maxAttempts: e.WEBHOOK_MAX_ATTEMPTS,
-            backoffMs: e.WEBHOOK_BACKOFF_MS,
-            timeoutMs: e.WEBHOOK_TIMEOUT_MS,
-          })
-        : undefined,
-    otel: Object.freeze({
-      endpoint: e.OTEL_EXPORTER_OTLP_ENDPOINT,
-      headers: Object.freeze(e.OTEL_EXPORTER_OTLP_HEADERS ?? {}),
-      serviceName: e.OTEL_SERVICE_NAME,
-      sampleRatio: e.OTEL_TRACES_SAMPLER === 'parentbased_traceidratio' ? (e.OTEL_TRACES_SAMPLER_ARG ?? 1) : 1,
-    }),
-  });
+  return assemble(e, queueRedis, cacheRedis);
 }

@@ -34,7 +34,7 @@ const ignore = () => undefined;
 export const SILENT_LOG: JobLogger = Object.freeze({ trace: ignore, debug: ignore, info: ignore, warn: ignore, error: ignore });
 
 export interface RetryPolicy {
-  /** Total attempts, the first included. Timeouts, cancellations and bad input never retry. */
+  /** Total attempts, the first included. Only some failures retry (see isRetried): a timeout, say, never does. */
   readonly attempts: number;
   /** Exponential backoff base: the n-th retry waits backoffMs * 2^(n-1). */
   readonly backoffMs: number;

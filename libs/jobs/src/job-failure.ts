@@ -1,27 +1,39 @@
 /**
- * Why a job failed, as a stable code. Codes cross the thread boundary and BullMQ's `failedReason`
- * as text ("CODE: message"), because error classes do not survive structured clone.
+ * Why a job failed, as a stable code, and whether BullMQ may retry it (as its `shouldRetryJob` asks
+ * of an error): the one place that decides. A retried code gets the job type's `retry` attempts and
+ * backoff (see jobOptions in @app/queue); a final one fails the job at once, since it would fail again.
+ * Codes cross the thread boundary and BullMQ's `failedReason` as text ("CODE: message"), because
+ * error classes do not survive structured clone.
  */
-export const JobFailureCode = {
-  /** `run` threw. Retried per the job type's policy. */
-  JOB_FAILED: 'JOB_FAILED',
-  /** The thread running the job exited or crashed. Retried per policy; the pool replaces the thread. */
-  JOB_CRASHED: 'JOB_CRASHED',
-  /** The thread hit WORKER_MAX_MEMORY_MB. Not retried. */
-  JOB_OUT_OF_MEMORY: 'JOB_OUT_OF_MEMORY',
-  /** The job ran past its timeout; its thread was terminated. Not retried. */
-  JOB_TIMEOUT: 'JOB_TIMEOUT',
-  /** Cancelled by DELETE /v1/jobs/{id}. Not retried. */
-  JOB_CANCELLED: 'JOB_CANCELLED',
+const FAILURES = {
+  /** `run` threw. */
+  JOB_FAILED: { retried: true },
+  /** The thread running the job exited or crashed; the pool replaces the thread. */
+  JOB_CRASHED: { retried: true },
+  /** The thread hit WORKER_MAX_MEMORY_MB. */
+  JOB_OUT_OF_MEMORY: { retried: false },
+  /** The job ran past its timeout; its thread was terminated. */
+  JOB_TIMEOUT: { retried: false },
+  /** Cancelled by DELETE /v1/jobs/{id}. */
+  JOB_CANCELLED: { retried: false },
   /** The job's data does not match this worker's registry (unknown type, other version, bad input). */
-  JOB_REJECTED: 'JOB_REJECTED',
-  /** A fan-out job's child failed for good; the rest of its children were cancelled. Not retried. */
-  JOB_CHILD_FAILED: 'JOB_CHILD_FAILED',
-  /** Moved to failed by BullMQ itself (e.g. stalled too many times). */
-  JOB_LOST: 'JOB_LOST',
-} as const;
+  JOB_REJECTED: { retried: false },
+  /** A fan-out job's child failed for good; the rest of its children were cancelled. */
+  JOB_CHILD_FAILED: { retried: false },
+  /** Moved to failed by BullMQ itself (e.g. stalled too many times): BullMQ has given up on it. */
+  JOB_LOST: { retried: false },
+} as const satisfies Record<string, { readonly retried: boolean }>;
 
-export type JobFailureCode = (typeof JobFailureCode)[keyof typeof JobFailureCode];
+export type JobFailureCode = keyof typeof FAILURES;
+
+export const JobFailureCode = Object.freeze(Object.fromEntries(Object.keys(FAILURES).map((code) => [code, code]))) as {
+  readonly [C in keyof typeof FAILURES]: C;
+};
+
+/** Whether a job that failed with `code` is retried (while its type's attempts last); false: it fails for good. */
+export function isRetried(code: JobFailureCode): boolean {
+  return FAILURES[code].retried;
+}
 
 export interface JobFailure {
   code: JobFailureCode;

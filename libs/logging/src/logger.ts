@@ -1,4 +1,5 @@
 import pino, { type Logger } from 'pino';
+import type PinoPretty from 'pino-pretty';
 import type { Config } from '@app/config';
 
 /** Never logged, wherever they appear. Job inputs are not logged at all (they may hold secrets). */
@@ -21,9 +22,46 @@ export const REDACTED_PATHS = [
   '*.webhooks.secret',
 ];
 
-/** The process's one pino logger: JSON lines on stdout, `name` saying which app wrote them. */
-export function createLogger(config: Pick<Config, 'logLevel'>, name: 'api' | 'worker'): Logger {
-  return pino({ name, level: config.logLevel, redact: { paths: REDACTED_PATHS, censor: '[redacted]' } });
+type LogConfig = Pick<Config, 'logLevel' | 'logFormat' | 'env'>;
+
+/** LOG_FORMAT=auto: readable lines for a person at a terminal, JSON for machines and production. */
+export function logFormat(config: Pick<Config, 'logFormat' | 'env'>, isTTY = process.stdout.isTTY === true): 'json' | 'pretty' {
+  if (config.logFormat !== 'auto') return config.logFormat;
+  return isTTY && config.env !== 'production' ? 'pretty' : 'json';
+}
+
+/**
+ * The process's one pino logger, `name` saying which app wrote its lines: JSON lines on stdout, or
+ * pino-pretty's lines (see logFormat).
+ * why chosen once, here: JSON logging stays pino's own path, with no check or stream per line.
+ */
+export function createLogger(config: LogConfig, name: 'api' | 'worker'): Logger {
+  const options = { name, level: config.logLevel, redact: { paths: REDACTED_PATHS, censor: '[redacted]' } };
+  if (logFormat(config) === 'json') return pino(options);
+  const pretty = loadPretty();
+  if (pretty) {
+    // why sync: a line logged just before the process exits (a fatal start-up error) is still printed.
+    const lines = pretty({
+      sync: true,
+      translateTime: 'SYS:HH:MM:ss.l',
+      ignore: 'pid,hostname,context',
+      messageFormat: '{if context}{context}: {end}{msg}',
+    });
+    return pino(options, lines);
+  }
+  const logger = pino(options);
+  logger.warn('LOG_FORMAT: pino-pretty is not installed (a dev dependency, left out of production installs); logging JSON lines');
+  return logger;
+}
+
+function loadPretty(): typeof PinoPretty | undefined {
+  try {
+    // why require, not an import: production installs leave dev dependencies out, and JSON logging never needs it.
+    return require('pino-pretty') as typeof PinoPretty;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'MODULE_NOT_FOUND') return undefined;
+    throw error;
+  }
 }
 
 export type { Logger };

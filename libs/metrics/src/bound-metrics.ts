@@ -53,7 +53,7 @@ interface HistogramSeries<L extends string> {
 
 export class BoundHistogram<L extends string> {
   readonly type = 'histogram';
-  readonly aggregator = 'sum';
+  readonly aggregator = 'sum'; // remove:job: not a job type
   readonly name: string;
   readonly help: string;
   private readonly series: Array<HistogramSeries<L>> = [];

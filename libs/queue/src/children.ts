@@ -1,17 +1,38 @@
 import type { Job } from 'bullmq';
+import { formatFailure, JobFailureCode } from '@app/jobs';
 import type { RedisClient } from '@app/redis';
 import { queueKeys } from './queue.keys';
 
 /**
- * Stops what is left of a fan-out job's children (cancel, or a failed chunk): the parent's cancel
- * marker makes a child picked up later fail at once, running children are aborted by whichever
- * worker holds them, and queued ones are removed. Removing the last pending child wakes the parent,
- * which then sees its marker and ends as cancelled.
+ * Gives each job of KEYS that still exists BullMQ's deferred failure (`defa`, ARGV[1]): a worker that
+ * picks the job up fails it with that reason at once, without running it (BullMQ's processJob checks
+ * it first; test/bullmq-internals.e2e-spec.ts pins that). why this and not a marker key: a marker
+ * had to be read on every job's pickup, for a cancel that almost never comes; this is read with the
+ * job. The keys of one queue share its hash tag: one slot, one script.
  */
-export async function stopChildren(job: Job, redis: RedisClient, prefix: string, markerTtlSeconds: number): Promise<void> {
+const FLAG_CANCELLED = `for _, key in ipairs(KEYS) do
+  if redis.call('EXISTS', key) == 1 then redis.call('HSET', key, 'defa', ARGV[1]) end
+end`;
+
+/** What a job cancelled before a worker ran it fails with. */
+export const CANCELLED_BEFORE_START = formatFailure(JobFailureCode.JOB_CANCELLED, 'cancelled before it started');
+
+/** Flags the jobs of `jobKeys` (their hashes' keys, all of one queue) as cancelled: their next pickup fails them. */
+export async function flagCancelled(redis: RedisClient, jobKeys: readonly string[], reason = CANCELLED_BEFORE_START): Promise<void> {
+  if (jobKeys.length > 0) await redis.eval(FLAG_CANCELLED, jobKeys.length, ...jobKeys, reason);
+}
+
+/**
+ * Stops what is left of a fan-out job's children (cancel, or a failed chunk): the flag on the
+ * parent and on each child not yet done makes one picked up later fail as cancelled at once, running children
+ * are aborted by whichever worker holds them, and queued ones are removed. Removing the last pending
+ * child wakes the parent, which then sees its flag and ends as cancelled.
+ */
+export async function stopChildren(job: Job, redis: RedisClient, prefix: string): Promise<void> {
   const keys = queueKeys(prefix);
-  await redis.set(keys.cancelMarker(job.id!), '1', 'EX', markerTtlSeconds);
   const { unprocessed = [] } = await job.getDependencies({ unprocessed: { count: 1000 } });
+  await flagCancelled(redis, [`${job.queueQualifiedName}:${job.id}`], formatFailure(JobFailureCode.JOB_CANCELLED, 'cancelled while its chunks ran'));
+  await flagCancelled(redis, unprocessed, formatFailure(JobFailureCode.JOB_CANCELLED, 'its fan-out job was cancelled'));
   await Promise.all(unprocessed.map((key) => redis.publish(keys.cancelChannel, key.slice(key.lastIndexOf(':') + 1))));
   await job.removeUnprocessedChildren();
 }

@@ -4,4 +4,6 @@ export { jobOptions } from './job-options';
 export { checkSchedules, nextRunOf, scheduledJob } from './schedules';
 export type { ScheduledJob } from './schedules';
 export type { QueueKeys } from './queue.keys';
-export { stopChildren } from './children';
+export { flagCancelled, stopChildren } from './children';
+export { NOTICE_RESULT_MAX, noticeChannel, NOTIFY, watchersKey } from './job-notices';
+export type { JobNotice, JobRecord } from './job-notices';

@@ -1,8 +1,9 @@
 import type { JobDefinition } from '@app/jobs';
 
 /**
- * The BullMQ options every job of type `def` gets, whoever adds it: priority, retries with
- * exponential backoff, and how long it stays readable once finished.
+ * The BullMQ options every job of type `def` gets, whoever adds it (a submission, single or batch;
+ * a fan-out's chunks; a schedule's ticks): priority, retries with exponential backoff, and how long
+ * it stays readable once finished. Which failures use the retries: isRetried in @app/jobs.
  */
 export function jobOptions(def: JobDefinition, retentionSeconds: number) {
   return {

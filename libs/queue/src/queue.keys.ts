@@ -73,8 +73,6 @@ export function queueKeys(prefix: string) {
   return {
     /** Pub/sub channel on which the API asks whichever worker runs a job to abort it. */
     cancelChannel: `${prefix}:cancel`,
-    /** Set before a cancel is announced, so a worker that picks the job up later still sees it. */
-    cancelMarker: (jobId: string) => `${prefix}:cancel:${jobId}`,
     /** The view of a job cancelled while still queued (BullMQ removes the job itself). */
     cancelledView: (jobId: string) => `${prefix}:cancelled:${jobId}`,
     /**

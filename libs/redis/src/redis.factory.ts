@@ -13,15 +13,18 @@ export type RedisClient = Redis | Cluster;
  * - `durable`: the worker's job bookkeeping. Waits and retries through an outage, so a finished
  *   job's result is delivered once Redis is back (BullMQ requires maxRetriesPerRequest: null).
  * - `blocking`: long blocking reads (QueueEvents, subscribers). Never times out.
+ * - `sharded-subscriber`: `blocking`, for sharded pub/sub (SSUBSCRIBE). On Cluster it opens one
+ *   connection to the primary of each shard it subscribes on, and moves there after a failover.
  * Each holds for every topology: on Sentinel and Cluster a failover is one more outage, ended by
  * reconnecting to the new primary.
  */
-export type RedisRole = 'request' | 'durable' | 'blocking';
+export type RedisRole = 'request' | 'durable' | 'blocking' | 'sharded-subscriber';
 
 const ROLE_OPTIONS: Record<RedisRole, RedisOptions> = {
   request: { enableOfflineQueue: false, maxRetriesPerRequest: 1, commandTimeout: 2000 },
   durable: { enableOfflineQueue: true, maxRetriesPerRequest: null },
   blocking: { enableOfflineQueue: true, maxRetriesPerRequest: null },
+  'sharded-subscriber': { enableOfflineQueue: true, maxRetriesPerRequest: null },
 };
 
 // why: reconnect forever, backing off to 2 s, so both apps recover by themselves after an outage.
@@ -59,6 +62,9 @@ export function createRedis(target: RedisTarget, role: RedisRole, name: string):
       // which takes cluster-node-timeout plus an election. Requests give up after ~1.6 s (→ 503);
       // the worker's bookkeeping and blocking reads keep retrying for ~16 s, across a failover.
       ...(role === 'request' ? {} : { maxRedirections: 64, retryDelayOnFailover: 250, retryDelayOnClusterDown: 250, retryDelayOnTryAgain: 250 }),
+      // why: a shard channel is served by its own shard only; ioredis' one cluster-wide subscriber
+      // would SSUBSCRIBE on whichever node it picked.
+      shardedSubscribers: role === 'sharded-subscriber',
     };
     client = new Cluster(target.nodes.map((n) => ({ ...n })), options);
   } else {

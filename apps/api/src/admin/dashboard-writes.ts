@@ -7,7 +7,7 @@ import { ApiError } from '../http/api-error';
 import { sendProblem } from '../http/problem.reply';
 import { prepareJob } from '../jobs/job-input';
 import { newJob } from '../jobs/new-job';
-import type { JobQueues } from '../jobs/queue.providers';
+import type { JobQueues } from '../queues/queue.providers';
 
 /** The scope of jobs an admin adds through the dashboard (a `share: 'caller'` type's content key). */
 export const DASHBOARD_SCOPE = 'dashboard';

@@ -4,7 +4,7 @@ import { FastifyAdapter as BullBoardFastify } from '@bull-board/fastify';
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '@app/config';
 import type { JobRegistry } from '@app/jobs';
-import type { JobQueues } from '../jobs/queue.providers';
+import type { JobQueues } from '../queues/queue.providers';
 import { validateDashboardWrites } from './dashboard-writes';
 
 export const DASHBOARD_PATH = '/admin/queues';

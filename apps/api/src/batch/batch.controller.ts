@@ -3,16 +3,14 @@ import { ApiBody, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { ContentObject } from '@nestjs/swagger/dist/interfaces/open-api-spec.interface';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { CONFIG, type Config } from '@app/config';
-import { JOB_INPUT, JOB_VIEW } from '../docs/job-types.openapi';
-import { ApiSubmission } from '../docs/openapi.decorators';
-import { schemaRef } from '../docs/openapi.schemas';
+import { ApiSubmission } from '../http/openapi.decorators';
+import { JOB_INPUT, JOB_VIEW, schemaRef } from '../http/openapi.refs';
 import { Problem } from '../http/problem';
 import { ServerTiming } from '../http/server-timing';
-import { parseIdempotencyKey } from '../idempotency/idempotency-key';
 import { isFinal, JobView } from '../jobs/job-view';
 import { parsePreferWait } from '../jobs/prefer-wait';
+import { SubmitHooks } from '../jobs/submit-hooks';
 import { callerOf } from '../security/caller';
-import { WebhookDeliveries } from '../webhooks/webhook-deliveries';
 import { BatchService } from './batch.service';
 
 /** One item of a batch's answer: the status a single POST of it would have had, and its job or problem. */
@@ -44,7 +42,7 @@ const ITEMS: ContentObject = {
 export class BatchController {
   constructor(
     private readonly batches: BatchService,
-    private readonly webhooks: WebhookDeliveries,
+    private readonly hooks: SubmitHooks,
     @Inject(CONFIG) private readonly config: Config,
   ) {}
 
@@ -70,23 +68,23 @@ export class BatchController {
     @Req() req: FastifyRequest,
     @Res({ passthrough: true }) reply: FastifyReply,
   ): Promise<{ items: BatchItemReply[] }> {
-    // Webhooks: a refused Callback-Url is a 400 before any item is queued (see WebhookDeliveries).
+    // A refused Callback-Url is a 400 before any item is queued (see JobCallbacks).
     const caller = callerOf(req.raw);
-    const callback = this.webhooks.accept(callbackUrl, caller.scope);
+    const { callbacks, idempotency } = this.hooks;
+    const callback = callbacks.accept(callbackUrl, caller.scope);
     const timing = new ServerTiming();
-    const key = parseIdempotencyKey(req.headers['idempotency-key']);
     const entries = await this.batches.submit(type, body, {
       scope: caller.scope,
       waitSeconds: parsePreferWait(prefer, this.config.maxWaitSeconds),
       submission: { requestId: req.id },
       timing,
-      idempotency: key === undefined ? undefined : { scope: caller.scope, key },
+      idempotency: idempotency.keyOf(req.headers['idempotency-key'], caller.scope),
       caller,
       callbackUrl: callback,
     });
     if (callback) {
       const ids = [...new Set(entries.flatMap((entry) => ('view' in entry ? [entry.view.id] : [])))];
-      if (ids.length > 0) await this.webhooks.register(ids, callback, caller.scope, req.id);
+      if (ids.length > 0) await callbacks.register(ids, callback, caller.scope, req.id);
     }
     const items = entries.map((entry): BatchItemReply =>
       'problem' in entry ? { status: entry.problem.status, problem: entry.problem } : { status: isFinal(entry.view) ? 200 : 202, job: entry.view },

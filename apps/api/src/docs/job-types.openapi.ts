@@ -1,16 +1,8 @@
 import type { OpenAPIObject } from '@nestjs/swagger';
 import { z } from 'zod';
 import type { JobDefinition, JobRegistry } from '@app/jobs';
-import { JsonSchema, jobViewSchema, schemaRef } from './openapi.schemas';
-
-/**
- * Placeholders for "the job type in the path". A route whose path has a `{type}` parameter is
- * documented once per registered type, at `/…/<type>/…`, with these replaced by that type's schemas
- * (see expandJobTypePaths). Outside such paths they stand for any type's.
- */
-export const JOB_INPUT = schemaRef('JobInput');
-export const JOB_OUTPUT = schemaRef('JobOutput');
-export const JOB_VIEW = schemaRef('JobView');
+import { JOB_INPUT, JOB_VIEW, type JsonSchema, schemaRef } from '../http/openapi.refs';
+import { jobViewSchema } from './openapi.schemas';
 
 const names = (type: string) => ({ input: `JobInput.${type}`, output: `JobOutput.${type}`, view: `JobView.${type}` });
 
@@ -33,7 +25,7 @@ function componentOf(schema: z.ZodType, io: 'input' | 'output', name: string, in
   return rewrite(root) as JsonSchema;
 }
 
-/** Every registered type's input, output and job view, from its declaration, plus the any-type placeholders. */
+/** Every registered type's input, output and job view, from its declaration, plus the any-type job view. */
 export function jobTypeSchemas(registry: JobRegistry): Record<string, JsonSchema> {
   const schemas: Record<string, JsonSchema> = {};
   const types = registry.list();
@@ -43,8 +35,6 @@ export function jobTypeSchemas(registry: JobRegistry): Record<string, JsonSchema
     schemas[n.output] = componentOf(def.output, 'output', n.output, schemas);
     schemas[n.view] = jobViewSchema({ const: def.name }, schemaRef(n.output));
   }
-  schemas.JobInput = { description: 'The input of a job type: see each type’s `JobInput.<type>`.', anyOf: types.map((d) => schemaRef(names(d.name).input)) };
-  schemas.JobOutput = { description: 'The result of a job type: see each type’s `JobOutput.<type>`.', anyOf: types.map((d) => schemaRef(names(d.name).output)) };
   schemas.JobView = {
     description: 'A job of any type; `type` says which, and so the shape of `result`.',
     oneOf: types.map((d) => schemaRef(names(d.name).view)),
@@ -68,7 +58,6 @@ function forType(operation: Operation, def: JobDefinition): Operation {
   const n = names(def.name);
   const text = JSON.stringify(operation)
     .replaceAll(`"${JOB_INPUT.$ref}"`, `"#/components/schemas/${n.input}"`)
-    .replaceAll(`"${JOB_OUTPUT.$ref}"`, `"#/components/schemas/${n.output}"`)
     .replaceAll(`"${JOB_VIEW.$ref}"`, `"#/components/schemas/${n.view}"`);
   const op = JSON.parse(text) as Operation;
   op.parameters = op.parameters?.filter((p) => !(p.in === 'path' && p.name === 'type'));
@@ -88,22 +77,33 @@ function forType(operation: Operation, def: JobDefinition): Operation {
   return op;
 }
 
-/** Replaces each path with a `{type}` parameter by one path per registered job type, in place. */
+const hasType = (path: string) => path.includes('{type}');
+const depth = (path: string) => path.split('/').length;
+
+/**
+ * Replaces the paths with a `{type}` parameter by one path per registered job type, in place, where
+ * the first of them was: type by type, each type's own route before its sub-routes (`…/batch`).
+ */
 export function expandJobTypePaths(document: OpenAPIObject, registry: JobRegistry): void {
+  // why sorted here: Swagger UI lists paths in document order, which is otherwise the order the controllers were scanned in.
+  const templates = Object.keys(document.paths).filter(hasType).sort((a, b) => depth(a) - depth(b));
   const paths: OpenAPIObject['paths'] = {};
   for (const [path, item] of Object.entries(document.paths)) {
-    if (!path.includes('{type}')) {
+    if (!hasType(path)) {
       paths[path] = { ...paths[path], ...item };
       continue;
     }
+    if (path !== templates[0]) continue;
     for (const def of registry.list()) {
-      const concrete = path.replace('{type}', def.name);
-      const expanded: Record<string, unknown> = { ...paths[concrete] };
-      for (const method of METHODS) {
-        const operation = item[method] as Operation | undefined;
-        if (operation) expanded[method] = forType(operation, def);
+      for (const template of templates) {
+        const concrete = template.replace('{type}', def.name);
+        const expanded: Record<string, unknown> = { ...paths[concrete] };
+        for (const method of METHODS) {
+          const operation = document.paths[template][method] as Operation | undefined;
+          if (operation) expanded[method] = forType(operation, def);
+        }
+        paths[concrete] = expanded;
       }
-      paths[concrete] = expanded;
     }
   }
   document.paths = paths;

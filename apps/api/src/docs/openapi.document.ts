@@ -1,10 +1,11 @@
 import type { INestApplication } from '@nestjs/common';
 import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
+import type { Config } from '@app/config';
 import { JobRegistry } from '@app/jobs';
 import { API_ERRORS, ApiErrorCode } from '../http/api-error';
 import { AUTH_FAILURES_PER_MINUTE } from '../security/auth-failures';
 import { jobTypeSchemas, expandJobTypePaths } from './job-types.openapi';
-import { problemResponse } from './openapi.decorators';
+import { problemResponse } from '../http/openapi.decorators';
 import { COMMON_SCHEMAS } from './openapi.schemas';
 
 const DESCRIPTION = `CPU jobs off the event loop: submit a job, then read, stream or cancel it.
@@ -17,34 +18,47 @@ stable \`code\`. Each response carries \`x-request-id\` (yours, when you send a 
 
 /**
  * What the access middleware may answer on every /v1 route (see security/access.middleware.ts): 503
- * when, with keys, it cannot reach Redis to count a wrong key or see its address's tries.
+ * when, with keys, it cannot reach Redis to count a wrong key or see its address's tries. Without
+ * keys it answers neither 401 nor 403.
  */
-const V1_PROBLEMS: ApiErrorCode[] = ['UNAUTHORIZED', 'FORBIDDEN', 'RATE_LIMITED', 'QUEUE_UNAVAILABLE'];
+const V1_PROBLEMS: ApiErrorCode[] = ['RATE_LIMITED', 'QUEUE_UNAVAILABLE'];
+const KEY_PROBLEMS: ApiErrorCode[] = ['UNAUTHORIZED', 'FORBIDDEN'];
 
 /**
  * The OpenAPI 3.1 document of the API, from the code: routes and their decorators (scanned by
  * @nestjs/swagger), job types from the registry (one path per type for routes with `{type}`), error
- * shapes from API_ERRORS.
+ * shapes from API_ERRORS, and the API keys only when `API_KEYS` is set (what the server enforces).
  */
-export function buildOpenApiDocument(app: INestApplication, registry: JobRegistry): OpenAPIObject {
-  const config = new DocumentBuilder()
+export function buildOpenApiDocument(app: INestApplication, registry: JobRegistry, config: Pick<Config, 'apiKeys'>): OpenAPIObject {
+  const keyed = config.apiKeys.length > 0;
+  const builder = new DocumentBuilder()
     .setOpenAPIVersion('3.1.0')
     .setTitle('nest-offload')
     .setDescription(DESCRIPTION)
     .setVersion('1')
-    .addBearerAuth({ type: 'http', scheme: 'bearer', description: 'An API key from `API_KEYS`.' }, 'bearer')
-    .addApiKey({ type: 'apiKey', in: 'header', name: 'x-api-key', description: 'The same key, in its own header.' }, 'apiKey')
-    .build();
-  const document = SwaggerModule.createDocument(app, config);
+    // why '/': the document is served by the API it describes; an empty `servers` list is invalid.
+    .addServer('/');
+  if (keyed) {
+    builder
+      .addBearerAuth({ type: 'http', scheme: 'bearer', description: 'An API key from `API_KEYS`.' }, 'bearer')
+      .addApiKey({ type: 'apiKey', in: 'header', name: 'x-api-key', description: 'The same key, in its own header.' }, 'apiKey');
+  }
+  const document = SwaggerModule.createDocument(app, builder.build());
+  // why `identifier`, not a URL: OpenAPI 3.1 takes the SPDX id, package.json's `license`.
+  document.info.license = { name: 'MIT', identifier: 'MIT' } as OpenAPIObject['info']['license'];
   document.components = { ...document.components, schemas: { ...document.components?.schemas, ...COMMON_SCHEMAS, ...jobTypeSchemas(registry) } as never };
   expandJobTypePaths(document, registry);
+  // why an OR of the two schemes: the middleware accepts either header.
+  const required = keyed ? [{ bearer: [] }, { apiKey: [] }] : [];
+  const problems = keyed ? [...KEY_PROBLEMS, ...V1_PROBLEMS] : V1_PROBLEMS;
   for (const [path, item] of Object.entries(document.paths)) {
-    if (!path.startsWith('/v1/')) continue;
+    const v1 = path.startsWith('/v1/');
     for (const operation of Object.values(item) as Array<{ security?: unknown; responses?: Record<string, unknown> }>) {
       if (!operation?.responses) continue;
-      // why both: an OR of the two schemes, as the middleware accepts either header.
-      operation.security = [{ bearer: [] }, { apiKey: [] }];
-      for (const code of V1_PROBLEMS) {
+      // why on every operation, `[]` too: the keys guard /v1 only, and the rest says it is open.
+      operation.security = v1 ? required : [];
+      if (!v1) continue;
+      for (const code of problems) {
         const { status, ...response } = problemResponse(API_ERRORS[code].status, [code]);
         operation.responses[status] ??= response;
       }

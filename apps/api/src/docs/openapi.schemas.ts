@@ -1,11 +1,6 @@
 import { JobFailureCode } from '@app/jobs';
 import { API_ERRORS } from '../http/api-error';
-
-/** A JSON Schema (2020-12, OpenAPI 3.1's dialect). @nestjs/swagger's JsonSchema type is 3.0's (no `const`). */
-export type JsonSchema = Record<string, unknown>;
-
-/** `#/components/schemas/<name>`. */
-export const schemaRef = (name: string): { $ref: string } => ({ $ref: `#/components/schemas/${name}` });
+import { type JsonSchema, schemaRef } from '../http/openapi.refs';
 
 /**
  * The shapes the API answers with that are not a job type's own: problems, job views, the job-types

@@ -2,7 +2,7 @@ import { applyDecorators } from '@nestjs/common';
 import { ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { HealthController } from '@app/health';
 import { MetricsController } from '@app/metrics';
-import { schemaRef } from './openapi.schemas';
+import { schemaRef } from '../http/openapi.refs';
 
 /** Applies method decorators to a controller method from outside the class. */
 function describe(controller: { prototype: object }, method: string, ...decorators: MethodDecorator[]): void {

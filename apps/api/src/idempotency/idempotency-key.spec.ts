@@ -45,10 +45,10 @@ describe('parseIdempotencyKey', () => {
 
 describe('requestFingerprint', () => {
   it('tells requests apart by every part, including where one part ends', () => {
-    const base = requestFingerprint(['POST /v1/jobs/sum', '{"n":1}']);
-    expect(requestFingerprint(['POST /v1/jobs/sum', '{"n":1}'])).toBe(base);
-    expect(requestFingerprint(['POST /v1/jobs/sum', '{"n":2}'])).not.toBe(base);
-    expect(requestFingerprint(['POST /v1/jobs/sum/batch', '{"n":1}'])).not.toBe(base);
+    const base = requestFingerprint(['POST /v1/jobs/resize-image', '{"n":1}']);
+    expect(requestFingerprint(['POST /v1/jobs/resize-image', '{"n":1}'])).toBe(base);
+    expect(requestFingerprint(['POST /v1/jobs/resize-image', '{"n":2}'])).not.toBe(base);
+    expect(requestFingerprint(['POST /v1/jobs/resize-image/batch', '{"n":1}'])).not.toBe(base);
     expect(requestFingerprint(['ab', 'c'])).not.toBe(requestFingerprint(['a', 'bc']));
   });
 });

@@ -5,8 +5,9 @@ import { CONFIG, type Config } from '@app/config';
 import { Lifecycle } from '@app/health';
 import { queueKeys } from '@app/queue';
 import { ApiError } from '../http/api-error';
-import { QUEUE_REDIS } from '../jobs/queue.providers';
-import { recordDigest } from './idempotency-key';
+import { QUEUE_REDIS } from '../queues/queue.providers';
+import type { Claim, IdempotencyKey, SubmitOnce } from '../jobs/submit-hooks';
+import { parseIdempotencyKey, recordDigest, requestFingerprint } from './idempotency-key';
 import { IdempotencyStore } from './idempotency.store';
 
 /**
@@ -15,26 +16,6 @@ import { IdempotencyStore } from './idempotency.store';
  */
 const LEASE_MS = 5000;
 const POLL_MS = { first: 10, max: 200 };
-
-/** An Idempotency-Key, and whose it is. */
-export interface IdempotencyKey {
-  scope: string;
-  key: string;
-}
-
-/** A request's hold on a key, as the code that enqueues under it sees it. */
-export interface Claim {
-  /** The job id to enqueue under (a batch derives its items' ids from it). */
-  readonly plannedId: string;
-  /** True when a request that died may have enqueued under `plannedId` already. */
-  readonly takeover: boolean;
-  /**
-   * Call right before adding jobs. A failure before it releases the key (nothing was enqueued); one
-   * after it keeps the key claimed, so that a retry takes it over after the lease and adds under the
-   * same ids, joining whatever the failed add may have queued (a timed-out add may have).
-   */
-  adding(): void;
-}
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -45,7 +26,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
  * atomically in Redis before the jobs are enqueued, so two replicas racing on one key enqueue once.
  */
 @Injectable()
-export class Idempotency {
+export class Idempotency implements SubmitOnce {
   private readonly store: IdempotencyStore;
   private readonly keys: ReturnType<typeof queueKeys>;
 
@@ -58,14 +39,21 @@ export class Idempotency {
     this.keys = queueKeys(config.redisPrefix);
   }
 
+  /** The request's Idempotency-Key for the caller of `scope` (see parseIdempotencyKey). */
+  keyOf(header: string | string[] | undefined, scope: string): IdempotencyKey | undefined {
+    const key = parseIdempotencyKey(header);
+    return key === undefined ? undefined : { scope, key };
+  }
+
   /**
    * Runs `enqueue` once per key and resolves with what the first request with the key recorded (a job
    * id, or a batch's entries as JSON): `enqueue`'s own result, or the record's on a retry. The claim
    * names the job id to enqueue under: the same for every request that may run it, so a takeover
-   * after a crash adds the same job, not a second one. Throws IDEMPOTENCY_KEY_CONFLICT for another
-   * fingerprint.
+   * after a crash adds the same job, not a second one. Throws IDEMPOTENCY_KEY_CONFLICT when
+   * `request` differs from the first one's.
    */
-  async once({ scope, key }: IdempotencyKey, fingerprint: string, enqueue: (claim: Claim) => Promise<string>): Promise<string> {
+  async once({ scope, key }: IdempotencyKey, request: readonly string[], enqueue: (claim: Claim) => Promise<string>): Promise<string> {
+    const fingerprint = requestFingerprint(request);
     const recordKey = this.keys.idempotency(recordDigest(scope, key));
     const owner = randomUUID();
     const planned = randomUUID();

@@ -3,7 +3,7 @@ import { ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { z } from 'zod';
 import { CONFIG, type Config } from '@app/config';
 import { JobRegistry, knownVersions } from '@app/jobs';
-import { schemaRef } from '../docs/openapi.schemas';
+import { schemaRef } from '../http/openapi.refs';
 
 export interface JobTypeView {
   type: string;

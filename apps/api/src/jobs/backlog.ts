@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { CONFIG, type Config } from '@app/config';
-import type { JobsQueue } from './queue.providers';
+import type { JobsQueue } from '../queues/queue.providers';
 
 /** How long one reading of a queue's backlog serves every submission on this replica. */
 const FRESH_MS = 250;

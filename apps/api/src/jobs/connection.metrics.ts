@@ -3,17 +3,17 @@ import type { RedisClient } from '@app/redis';
 import { Registry } from 'prom-client';
 import { CACHE_REDIS } from '@app/cache';
 import { registerRedisMetrics } from '@app/metrics';
-import { JobEvents } from './job-events';
-import { QUEUE_REDIS } from './queue.providers';
+import { JobNotices } from './job-notices';
+import { QUEUE_REDIS } from '../queues/queue.providers';
 
-/** `nest_offload_redis_connected{connection}` for the API's connections: queue, cache, events. */
+/** `nest_offload_redis_connected{connection}` for the API's connections: queue, cache, events (the job notices' subscriber). */
 @Injectable()
 export class ConnectionMetrics {
-  constructor(registry: Registry, @Inject(QUEUE_REDIS) queue: RedisClient, @Inject(CACHE_REDIS) cache: RedisClient, events: JobEvents) {
+  constructor(registry: Registry, @Inject(QUEUE_REDIS) queue: RedisClient, @Inject(CACHE_REDIS) cache: RedisClient, notices: JobNotices) {
     registerRedisMetrics(registry, [
       { role: 'queue', redis: queue },
       { role: 'cache', redis: cache },
-      ...events.connections.map((redis) => ({ role: 'events', redis })),
+      { role: 'events', redis: notices.connection },
     ]);
   }
 }

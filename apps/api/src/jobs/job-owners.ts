@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { CONFIG, type Config } from '@app/config';
 import { queueKeys, SCHEDULED_JOB_ID } from '@app/queue';
 import type { RedisClient } from '@app/redis';
-import { QUEUE_REDIS } from './queue.providers';
+import { QUEUE_REDIS } from '../queues/queue.providers';
 
 /**
  * How long an owner set lives before its job finishes. why so long: a job may wait in a backlog for

@@ -4,7 +4,7 @@ import { CONFIG, type Config } from '@app/config';
 import { queueKeys, SCHEDULED_JOB_ID } from '@app/queue';
 import type { RedisClient } from '@app/redis';
 import { JobRecord, JobView, viewOfCached, viewOfJob } from './job-view';
-import { JobQueues, type JobsQueue, QUEUE_REDIS } from './queue.providers';
+import { JobQueues, type JobsQueue, QUEUE_REDIS } from '../queues/queue.providers';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 /** Submitted jobs have UUIDs; the ticks of declared schedules have BullMQ's `repeat:…` ids. */
@@ -90,7 +90,7 @@ export class JobStore {
   /**
    * Removes a job that no worker holds; false when one does (it was picked up meanwhile) or when it is
    * a schedule's next tick. BullMQ keeps that one (the schedule would stop): it is promoted instead,
-   * so a worker takes it at once, finds the cancel marker and fails it as cancelled, and the schedule
+   * so a worker takes it at once and fails it as cancelled at pickup (flagCancelled marked it), and the schedule
    * goes on with the tick after it.
    */
   async removeQueued(id: string, queue: JobsQueue): Promise<boolean> {

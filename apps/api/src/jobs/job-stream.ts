@@ -1,8 +1,9 @@
 import type { ServerResponse } from 'node:http';
 import { Lifecycle } from '@app/health';
 import { toProblem } from '../http/problem';
-import { JobEvents } from './job-events';
-import { isFinal, JobView } from './job-view';
+import type { JobRecord } from '@app/queue';
+import { JobNotices } from './job-notices';
+import { isFinal, JobView, viewOfJob } from './job-view';
 
 const HEARTBEAT_MS = 15_000;
 /** The reconnection delay EventSource clients are told to use (the `retry:` field). */
@@ -27,25 +28,27 @@ export const sawFinalEvent = (lastEventId: string | undefined): boolean => lastE
  * resumes where it was. A draining replica ends the stream early without a final event; EventSource
  * clients reconnect to another replica.
  *
- * It listens from construction, before the caller's first read of the job, so nothing the job does
- * in between is missed.
+ * It listens from construction, before the caller registers this replica as a watcher of the job
+ * and reads it, so nothing the job does in between is missed.
  */
 export class JobStream {
   private wake: () => void = () => undefined;
   private settled = false;
   private settledState?: string;
+  private settledRecord?: JobRecord;
   private readonly pendingProgress: number[] = [];
   private readonly unsubscribe: () => void;
 
   constructor(
-    events: JobEvents,
+    notices: JobNotices,
     private readonly jobId: string,
   ) {
-    this.unsubscribe = events.subscribe(jobId, (event) => {
+    this.unsubscribe = notices.subscribe(jobId, (event) => {
       if (event.kind === 'progress') this.pendingProgress.push(event.progress);
       else {
         this.settled = true;
-        this.settledState = event.state;
+        this.settledState = event.kind === 'final' ? event.state : undefined;
+        this.settledRecord = event.kind === 'final' ? event.record : undefined;
       }
       this.wake();
     });
@@ -74,7 +77,8 @@ export class JobStream {
         const signalled = new Promise<void>((resolve) => (this.wake = resolve));
         if (this.settled) {
           this.settled = false;
-          view = await load(this.settledState);
+          // The notice that ends the job carries it: no read, unless it was too large to send.
+          view = this.settledRecord && this.settledState ? viewOfJob(this.settledRecord, this.settledState) : await load(this.settledState);
         }
         if (isFinal(view)) {
           write(view.status, view, FINAL_EVENT_ID);

@@ -3,7 +3,7 @@ import { isFinal, iso, JobRecord, viewOfCached, viewOfCancelled, viewOfJob } fro
 
 const job = (over: Partial<JobRecord> = {}): JobRecord => ({
   id: 'id-1',
-  name: 'sum',
+  name: 'resize-image',
   progress: 0,
   returnvalue: null,
   attemptsMade: 0,
@@ -19,7 +19,7 @@ describe('job views', () => {
     expect(viewOfJob(job(), 'waiting-children').status).toBe('active');
     expect(viewOfJob(job({ progress: 40, attemptsStarted: 1, processedOn: Date.UTC(2026, 0, 1, 0, 0, 1) }), 'active')).toEqual({
       id: 'id-1',
-      type: 'sum',
+      type: 'resize-image',
       status: 'active',
       progress: 40,
       attempts: 1,

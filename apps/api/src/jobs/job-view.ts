@@ -1,5 +1,6 @@
 import type { CachedResult } from '@app/cache';
 import { JobFailure, JobFailureCode, parseFailure } from '@app/jobs';
+import type { JobRecord } from '@app/queue';
 
 export type JobStatus = 'queued' | 'active' | 'completed' | 'failed' | 'cancelled';
 
@@ -18,19 +19,7 @@ export interface JobView {
   finishedAt?: string;
 }
 
-/** The fields of a BullMQ job the view is made of. */
-export interface JobRecord {
-  id?: string;
-  name: string;
-  progress: unknown;
-  returnvalue: unknown;
-  failedReason?: string;
-  attemptsMade: number;
-  attemptsStarted?: number;
-  timestamp: number;
-  processedOn?: number;
-  finishedOn?: number;
-}
+export type { JobRecord } from '@app/queue';
 
 const FINAL: ReadonlySet<JobStatus> = new Set(['completed', 'failed', 'cancelled']);
 

@@ -3,17 +3,18 @@ import { ApiBody, ApiHeader, ApiOperation, ApiParam, ApiResponse, ApiTags } from
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { CONFIG, type Config } from '@app/config';
 import { Lifecycle } from '@app/health';
-import { JOB_INPUT, JOB_VIEW } from '../docs/job-types.openapi';
-import { ApiProblems, ApiSubmission } from '../docs/openapi.decorators';
+import { ApiProblems, ApiSubmission } from '../http/openapi.decorators';
+import { JOB_INPUT, JOB_VIEW } from '../http/openapi.refs';
 import { ServerTiming } from '../http/server-timing';
-import { parseIdempotencyKey } from '../idempotency/idempotency-key';
 import { callerOf } from '../security/caller';
-import { WebhookDeliveries } from '../webhooks/webhook-deliveries';
-import { JobEvents } from './job-events';
+import { JobCancels } from './job-cancels';
+import { JobNotices } from './job-notices';
+import { JobReads } from './job-reads';
 import { JobStream, sawFinalEvent } from './job-stream';
 import { isFinal, JobView } from './job-view';
 import { JobsService } from './jobs.service';
 import { parsePreferWait } from './prefer-wait';
+import { SubmitHooks } from './submit-hooks';
 
 const JOB_ID = ApiParam({ name: 'id', description: 'The id a submission answered with.', schema: { type: 'string' } });
 const VIEW = { 'application/json': { schema: JOB_VIEW } };
@@ -23,9 +24,11 @@ const VIEW = { 'application/json': { schema: JOB_VIEW } };
 export class JobsController {
   constructor(
     private readonly jobs: JobsService,
-    private readonly events: JobEvents,
+    private readonly reads: JobReads,
+    private readonly cancels: JobCancels,
+    private readonly hooks: SubmitHooks,
+    private readonly notices: JobNotices,
     private readonly lifecycle: Lifecycle,
-    private readonly webhooks: WebhookDeliveries,
     @Inject(CONFIG) private readonly config: Config,
   ) {}
 
@@ -55,20 +58,20 @@ export class JobsController {
     // why: headers and body read off the request, not one parameter decorator each: a cache hit is
     // mostly framework work, and every injected parameter is a call on every request.
     const headers = req.headers;
-    // Webhooks: a refused Callback-Url is a 400 before any work is queued (see WebhookDeliveries).
+    // A refused Callback-Url is a 400 before any work is queued (see JobCallbacks).
     const { scope } = callerOf(req.raw);
-    const callback = this.webhooks.accept(headers['callback-url'] as string | undefined, scope);
+    const { callbacks, idempotency } = this.hooks;
+    const callback = callbacks.accept(headers['callback-url'] as string | undefined, scope);
     const timing = new ServerTiming();
-    const key = parseIdempotencyKey(headers['idempotency-key']);
     const view = await this.jobs.submit(type, req.body, {
       scope,
       waitSeconds: parsePreferWait(headers.prefer, this.config.maxWaitSeconds),
       submission: { requestId: req.id },
       timing,
-      idempotency: key === undefined ? undefined : { scope, key },
+      idempotency: idempotency.keyOf(headers['idempotency-key'], scope),
       callbackUrl: callback,
     });
-    if (callback) await this.webhooks.register([view.id], callback, scope, req.id);
+    if (callback) await callbacks.register([view.id], callback, scope, req.id);
     if (isFinal(view)) reply.code(200).header('server-timing', timing.toString());
     else reply.code(202).headers({ 'server-timing': timing.toString(), location: `/v1/jobs/${view.id}` });
     return view;
@@ -80,7 +83,7 @@ export class JobsController {
   @ApiResponse({ status: 200, description: 'The job.', content: VIEW })
   @ApiProblems('JOB_NOT_FOUND', 'QUEUE_UNAVAILABLE')
   get(@Param('id') id: string, @Req() req: FastifyRequest): Promise<JobView> {
-    return this.jobs.getFor(id, callerOf(req.raw).scope);
+    return this.reads.getFor(id, callerOf(req.raw).scope);
   }
 
   /** 200 with the cancelled view, or 202 while a running job's worker is still aborting it. */
@@ -92,7 +95,7 @@ export class JobsController {
   @ApiResponse({ status: 202, description: 'Running; its worker has not confirmed the abort yet.', content: VIEW })
   @ApiProblems('JOB_NOT_FOUND', 'JOB_ALREADY_FINISHED', 'QUEUE_UNAVAILABLE')
   async cancel(@Param('id') id: string, @Req() req: FastifyRequest, @Res({ passthrough: true }) reply: FastifyReply): Promise<JobView> {
-    const view = await this.jobs.cancel(id, callerOf(req.raw).scope);
+    const view = await this.cancels.cancel(id, callerOf(req.raw).scope);
     if (!isFinal(view)) reply.status(202);
     return view;
   }
@@ -115,7 +118,7 @@ export class JobsController {
     content: {
       'text/event-stream': {
         schema: { type: 'string' },
-        example: 'retry: 1000\n\nid: 42\nevent: progress\ndata: {"id":"6f1c…","progress":42}\n\nid: final\nevent: completed\ndata: {"id":"6f1c…","type":"sum","status":"completed",…}\n\n',
+        example: 'retry: 1000\n\nid: 42\nevent: progress\ndata: {"id":"6f1c…","progress":42}\n\nid: final\nevent: completed\ndata: {"id":"6f1c…","type":"fibonacci","status":"completed",…}\n\n',
       },
     },
   })
@@ -126,8 +129,8 @@ export class JobsController {
       await reply.status(204).send();
       return;
     }
-    const stream = new JobStream(this.events, id);
-    const view = await this.jobs.getFor(id, callerOf(reply.request.raw).scope).catch((error: unknown) => {
+    const stream = new JobStream(this.notices, id);
+    const view = await this.reads.watchFor(id, callerOf(reply.request.raw).scope).catch((error: unknown) => {
       stream.close();
       throw error; // an unknown id is a 404 problem, before the stream starts
     });
@@ -139,6 +142,6 @@ export class JobsController {
       'x-accel-buffering': 'no',
       'x-request-id': reply.request.id,
     });
-    await stream.pipe(reply.raw, view, (state) => this.jobs.get(id, state), this.lifecycle, lastEventId);
+    await stream.pipe(reply.raw, view, (state) => this.reads.get(id, state), this.lifecycle, lastEventId);
   }
 }

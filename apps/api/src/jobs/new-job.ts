@@ -1,5 +1,5 @@
 import type { JobsOptions } from 'bullmq';
-import type { JobData } from '@app/queue';
+import { type JobData, jobOptions } from '@app/queue';
 import type { PreparedJob } from './job-input';
 
 /**
@@ -27,15 +27,11 @@ export function newJob(job: PreparedJob, jobId: string, submission: Submission, 
     data: { inputJson, version: def.version, key, ...(scope === undefined ? {} : { scope }), requestId: submission.requestId },
     opts: {
       jobId,
-      priority: def.priority,
+      ...jobOptions(def, retentionSeconds),
       // why: the deduplication key lives until the job completes or fails, so identical submissions
       // from any replica join the job in flight. The worker writes the cache before completing, so
       // once the key is released the cache answers instead.
       deduplication: { id: key },
-      attempts: def.retry.attempts,
-      backoff: { type: 'exponential', delay: def.retry.backoffMs },
-      removeOnComplete: { age: retentionSeconds },
-      removeOnFail: { age: retentionSeconds },
     },
   };
 }

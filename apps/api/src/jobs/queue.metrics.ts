@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { Gauge, Registry } from 'prom-client';
 import { METRICS } from '@app/metrics';
-import { JobQueues } from './queue.providers';
+import { JobQueues } from '../queues/queue.providers';
 
 const STATES = ['waiting', 'prioritized', 'delayed', 'waiting-children', 'active', 'failed', 'completed'] as const;
 

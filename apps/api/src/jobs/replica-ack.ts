@@ -3,11 +3,11 @@ import { CONFIG, type Config } from '@app/config';
 import { type RedisClient, waitForReplicas } from '@app/redis';
 import { ApiError } from '../http/api-error';
 import type { ServerTiming } from '../http/server-timing';
-import { type JobsQueue, SUBMIT_REDIS } from './queue.providers';
+import { type JobsQueue, SUBMIT_REDIS } from '../queues/queue.providers';
 
 /**
  * How long a submission waits for REDIS_MIN_REPLICAS_ACK replicas before answering 503. Replicas
- * acknowledge in about a millisecond when healthy (see the README), so running out of it means a
+ * acknowledge in about a millisecond when healthy (see docs/deploy.md), so running out of it means a
  * replica is down or far behind.
  */
 export const REPLICA_ACK_TIMEOUT_MS = 1000;

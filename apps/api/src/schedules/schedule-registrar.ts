@@ -4,7 +4,7 @@ import { Lifecycle } from '@app/health';
 import { JobRegistry } from '@app/jobs';
 import { type Logger, LOGGER } from '@app/logging';
 import { type JobData, type ScheduledJob, scheduledJob } from '@app/queue';
-import { JobQueues } from '../jobs/queue.providers';
+import { JobQueues } from '../queues/queue.providers';
 
 /** How long to wait before trying again when Redis is away at start-up. */
 const RETRY_MS = 2000;

@@ -4,7 +4,7 @@ import { CONFIG, type Config } from '@app/config';
 import { queueKeys } from '@app/queue';
 import type { RedisClient } from '@app/redis';
 import { ApiError } from '../http/api-error';
-import { QUEUE_REDIS } from '../jobs/queue.providers';
+import { QUEUE_REDIS } from '../queues/queue.providers';
 import { ApiKeys, presentedKey, roleKeys } from './api-keys';
 import { AuthFailures, type KeyAttempt, tooManyFailures } from './auth-failures';
 import { attachCaller, keyScope } from './caller';

@@ -4,7 +4,8 @@ import type { RedisClient } from '@app/redis';
 import { CONFIG, type Config } from '@app/config';
 import { queuePrefix, WEBHOOK_QUEUE, webhookDeliveryId } from '@app/queue';
 import { ApiError } from '../http/api-error';
-import { QUEUE_REDIS } from '../jobs/queue.providers';
+import type { JobCallbacks } from '../jobs/submit-hooks';
+import { QUEUE_REDIS } from '../queues/queue.providers';
 import { keyNameOf } from '../security/caller';
 import { CallbackUrlPolicy } from './callback-url';
 
@@ -33,10 +34,10 @@ export function deliveryQueue(connection: RedisClient, prefix: string): Delivery
  * a delivery durably once the job's id is known. A delivery is a job in its own BullMQ queue,
  * whose id is derived from the job id and the URL: a retried or joined submission with the same URL
  * adds nothing, and one with another URL gets its own callback. The delivery waits for the job to
- * finish (see WebhookWorker), so no finish can be missed, whichever process ends the job.
+ * finish (see WebhookDispatcher), so no finish can be missed, whichever process ends the job.
  */
 @Injectable()
-export class WebhookDeliveries implements OnApplicationShutdown {
+export class WebhookDeliveries implements JobCallbacks, OnApplicationShutdown {
   private readonly policy?: CallbackUrlPolicy;
   private readonly queue?: DeliveryQueue;
 
@@ -77,7 +78,7 @@ export class WebhookDeliveries implements OnApplicationShutdown {
         opts: {
           jobId: webhookDeliveryId(jobId, url, scope),
           attempts: maxAttempts,
-          backoff: { type: 'webhook' }, // WebhookWorker's strategy: exponential with jitter, or the receiver's Retry-After
+          backoff: { type: 'webhook' }, // WebhookDispatcher's strategy: exponential with jitter, or the receiver's Retry-After
           removeOnComplete: { age: this.config.jobRetentionSeconds },
           removeOnFail: { age: this.config.jobRetentionSeconds },
         },

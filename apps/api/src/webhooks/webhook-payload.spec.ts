@@ -3,7 +3,7 @@ import type { JobView } from '../jobs/job-view';
 import { INLINE_BODY_MAX, webhookBody } from './webhook-payload';
 
 describe('webhookBody', () => {
-  const view: JobView = { id: 'j1', type: 'sum', status: 'completed', result: '55', attempts: 1, createdAt: '2026-11-23T00:00:00.000Z', finishedAt: '2026-11-23T00:00:01.000Z' };
+  const view: JobView = { id: 'j1', type: 'resize-image', status: 'completed', result: '55', attempts: 1, createdAt: '2026-11-23T00:00:00.000Z', finishedAt: '2026-11-23T00:00:01.000Z' };
 
   it('is a Standard Webhooks event carrying the final view', () => {
     expect(JSON.parse(webhookBody(view))).toEqual({ type: 'job.completed', timestamp: '2026-11-23T00:00:01.000Z', data: view });

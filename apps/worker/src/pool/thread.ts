@@ -41,7 +41,7 @@ async function execute({ step, taskId, name, version, inputJson, scope, attempt,
   const runner = def && runnerOf(def, version);
   if (!runner) return { ok: false, code: JobFailureCode.JOB_REJECTED, message: `unknown job type "${name}" v${version}` };
   // why validate again: the API did, but a job can also reach the queue another way (a script, an
-  // older API); bad input must fail once, not be retried. An older version's own schema reads its jobs.
+  // older API); bad input fails as JOB_REJECTED, which is not retried. An older version's own schema reads its jobs.
   const parsed = runner.input.safeParse(safeParse(inputJson));
   if (!parsed.success) {
     return { ok: false, code: JobFailureCode.JOB_REJECTED, message: `invalid input: ${parsed.error.issues[0]?.message ?? 'unreadable'}` };

@@ -1,9 +1,8 @@
 import { Inject, Injectable, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
-import type { RedisClient } from '@app/redis';
 import { CONFIG, type Config } from '@app/config';
 import { type Logger, LOGGER } from '@app/logging';
 import { queueKeys } from '@app/queue';
-import { closeRedis, createRedis } from '@app/redis';
+import { closeRedis, createRedis, type RedisClient } from '@app/redis';
 import { JobProcessor } from './job-processor';
 
 /**

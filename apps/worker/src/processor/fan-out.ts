@@ -2,32 +2,13 @@ import { Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
 import { Queue, WaitingChildrenError } from 'bullmq';
 import { CONFIG, type Config } from '@app/config';
 import { CodedJobError, JobDefinition, JobFailureCode } from '@app/jobs';
-import { childJobId, JobData, queueKeys, queuePrefix, stopChildren } from '@app/queue';
+import { childJobId, JobData, jobOptions, queuePrefix, stopChildren } from '@app/queue';
 import type { RedisClient } from '@app/redis';
 import { type Tracing, TRACING } from '@app/tracing';
 import { JobPool, RunOptions } from '../pool/job-pool';
 import type { PlannedChild } from '../pool/thread-protocol';
 import type { QueueJob } from './slot-worker';
 import { WORKER_REDIS } from './worker-redis';
-
-/**
- * KEYS: the parent's chunk-progress hash, its job hash, its queue's event stream and meta hash (one
- * hash tag: one slot). ARGV: chunk index, its percent, chunk count, hash TTL seconds, parent id.
- * Raises the parent's progress to the chunks' average, never lowers it, and records the change as
- * BullMQ's own updateProgress does (the `progress` field and a `progress` event).
- */
-const CHILD_PROGRESS = `
-redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
-redis.call('EXPIRE', KEYS[1], ARGV[4])
-local total = 0
-for _, value in ipairs(redis.call('HVALS', KEYS[1])) do total = total + tonumber(value) end
-local average = math.floor(total / tonumber(ARGV[3]))
-if redis.call('EXISTS', KEYS[2]) == 0 or average <= (tonumber(redis.call('HGET', KEYS[2], 'progress')) or 0) then return -1 end
-local maxEvents = redis.call('HGET', KEYS[4], 'opts.maxLenEvents') or 10000
-redis.call('HSET', KEYS[2], 'progress', average)
-redis.call('XADD', KEYS[3], 'MAXLEN', '~', maxEvents, '*', 'event', 'progress', 'jobId', ARGV[5], 'data', average)
-return average
-`;
 
 /**
  * Runs fan-out jobs (defineFanOut) as BullMQ flows: the first pickup splits the input on a pool
@@ -39,16 +20,13 @@ return average
 @Injectable()
 export class FanOut implements OnApplicationShutdown {
   private readonly queues = new Map<string, Queue<JobData, unknown, string>>();
-  private readonly keys: ReturnType<typeof queueKeys>;
 
   constructor(
     private readonly pool: JobPool,
     @Inject(WORKER_REDIS) private readonly redis: RedisClient,
     @Inject(CONFIG) private readonly config: Config,
     @Inject(TRACING) private readonly tracing: Tracing | null,
-  ) {
-    this.keys = queueKeys(config.redisPrefix);
-  }
+  ) {}
 
   async run(job: QueueJob, token: string, def: JobDefinition, version: number, options: RunOptions): Promise<{ value: unknown; key: string }> {
     const child = def.fanOut!.child;
@@ -71,15 +49,13 @@ export class FanOut implements OnApplicationShutdown {
             jobId: childJobId(job.id!, index),
             parent: { id: job.id!, queue: job.queueQualifiedName },
             continueParentOnFailure: true,
-            priority: child.priority,
-            attempts: child.retry.attempts,
-            backoff: { type: 'exponential', delay: child.retry.backoffMs },
-            removeOnComplete: { age: this.config.jobRetentionSeconds },
-            removeOnFail: { age: this.config.jobRetentionSeconds },
+            ...jobOptions(child, this.config.jobRetentionSeconds),
           },
         })),
       );
       await job.updateData({ ...job.data, chunks: planned.length });
+      // why here: a cancel that came while the split ran found the parent's thread, not its chunks.
+      if (options.signal.aborted) throw options.signal.reason;
     }
     const chunks = job.data.chunks!;
     const failures = await job.getFailedChildrenValues();
@@ -102,31 +78,7 @@ export class FanOut implements OnApplicationShutdown {
 
   /** Stops what is left of the children of fan-out job `job` (see stopChildren). */
   abandon(job: QueueJob): Promise<void> {
-    return stopChildren(job, this.redis, this.config.redisPrefix, this.config.jobRetentionSeconds);
-  }
-
-  /**
-   * Records a child's progress and sets its parent's to the average over all its chunks, in one
-   * script. why one script: chunks run on several workers at once; two that each read the chunks,
-   * averaged, then wrote the parent's progress could write an older average last, and the
-   * parent's progress went backwards (test/fan-out.e2e-spec.ts saw 0, 1, 0, 2, 1…).
-   */
-  async childProgress(job: QueueJob, percent: number): Promise<void> {
-    const { id, index, of } = job.data.parent!;
-    const queue = this.queue(job.queueName);
-    await this.redis.eval(
-      CHILD_PROGRESS,
-      4,
-      this.keys.fanOutProgress(job.queueName, id),
-      queue.toKey(id),
-      queue.keys.events,
-      queue.keys.meta,
-      String(index),
-      String(percent),
-      String(of),
-      String(this.config.jobRetentionSeconds),
-      id,
-    );
+    return stopChildren(job, this.redis, this.config.redisPrefix);
   }
 
   async onApplicationShutdown(): Promise<void> {

@@ -2,13 +2,15 @@ import { Inject, Injectable, OnApplicationBootstrap } from '@nestjs/common';
 import { DelayedError, UnrecoverableError, WaitingChildrenError, WaitingError } from 'bullmq';
 import { ResultCache } from '@app/cache';
 import { CONFIG, type Config } from '@app/config';
-import { CodedJobError, formatFailure, JobFailureCode, JobRegistry, knownVersions, runnerOf } from '@app/jobs';
+import { CodedJobError, isRetried, JobFailureCode, JobRegistry, knownVersions, parseFailure, runnerOf } from '@app/jobs';
 import { type Logger, LOGGER } from '@app/logging';
 import { queueKeys, queuePrefix } from '@app/queue';
 import type { RedisClient } from '@app/redis';
 import { SPAN_ATTRIBUTES, type Tracing, TRACING } from '@app/tracing';
 import { JobPool, type RunOptions } from '../pool/job-pool';
+import { CancelRequests } from './cancel-requests';
 import { FanOut } from './fan-out';
+import { JobNotifier } from './job-notifier';
 import { type QueueJob, SlotWorker } from './slot-worker';
 import { Slots } from './slots';
 import { WorkerMetrics } from './worker.metrics';
@@ -24,26 +26,29 @@ const HAND_BACK = 'nest-offload:hand-back';
 const NEWER_VERSION_GRACE_MS = 5 * 60_000;
 const NEWER_VERSION_RETRY_MS = 2000;
 
-/** Failures that would fail again: retrying only wastes a thread. */
-const FINAL_FAILURES = new Set<string>([
-  JobFailureCode.JOB_TIMEOUT,
-  JobFailureCode.JOB_CANCELLED,
-  JobFailureCode.JOB_OUT_OF_MEMORY,
-  JobFailureCode.JOB_REJECTED,
-  JobFailureCode.JOB_CHILD_FAILED,
-]);
-
 class HandBack extends Error {}
 
 /**
  * The BullMQ consumer. Its event loop only moves data: job code runs on the pool, so lock renewals,
- * progress, cancellation and probes stay prompt however heavy the jobs are.
+ * progress, cancellation and probes stay prompt however heavy the jobs are. Per job it does what
+ * the job needs and no more: no Redis command whose answer it already has (a cancel arrives with the
+ * job or by message, the API looked the cache up just before adding it), the cache write pipelined
+ * before BullMQ's completion on the same connection, log lines at debug level, bound metric series.
  */
 @Injectable()
 export class JobProcessor implements OnApplicationBootstrap {
   private workers: SlotWorker[] = [];
   private readonly keys: ReturnType<typeof queueKeys>;
   private readonly logger: Logger;
+  private readonly cancels = new CancelRequests();
+  /**
+   * The cache writes go out on this: the worker's queue connection when the cache lives on the
+   * queue Redis, so a result is written before the completion that follows it on that connection
+   * (an identical submission never finds the job gone and the result not yet cached), without
+   * waiting for the write; the cache's own connection when it is a Redis of its own (awaited then).
+   */
+  private readonly cacheWriter: ResultCache;
+  private readonly cacheOnQueueRedis: boolean;
 
   constructor(
     private readonly registry: JobRegistry,
@@ -51,6 +56,7 @@ export class JobProcessor implements OnApplicationBootstrap {
     private readonly cache: ResultCache,
     private readonly metrics: WorkerMetrics,
     private readonly fanOut: FanOut,
+    private readonly notifier: JobNotifier,
     @Inject(WORKER_REDIS) private readonly redis: RedisClient,
     @Inject(CONFIG) private readonly config: Config,
     @Inject(LOGGER) private readonly rootLogger: Logger,
@@ -59,6 +65,8 @@ export class JobProcessor implements OnApplicationBootstrap {
   ) {
     this.logger = rootLogger.child({ context: JobProcessor.name });
     this.keys = queueKeys(config.redisPrefix);
+    this.cacheOnQueueRedis = config.cacheRedis === config.queueRedis;
+    this.cacheWriter = this.cacheOnQueueRedis ? new ResultCache(redis, config.redisPrefix) : cache;
   }
 
   onApplicationBootstrap(): void {
@@ -77,7 +85,19 @@ export class JobProcessor implements OnApplicationBootstrap {
           telemetry: this.tracing?.telemetry,
         },
         slots,
-      ).on('error', (error) => this.logger.warn({ err: error, queue: name }, 'BullMQ worker error')),
+        // Cancelled while queued and not removed (a schedule's next tick, or picked up meanwhile): BullMQ fails it unrun.
+        (job) => {
+          this.metrics.count(job.name, parseFailure(job.deferredFailure).code);
+          this.ownersOutlive(job, this.config.jobRetentionSeconds);
+        },
+      )
+        .on('error', (error) => this.logger.warn({ err: error, queue: name }, 'BullMQ worker error'))
+        // Sent once BullMQ has recorded the end, so a replica that reads the job on the notice sees it.
+        .on('completed', (job) => this.notifier.final(job, 'completed'))
+        // A failure BullMQ retries is no end: finishedOn is set only on the last one.
+        .on('failed', (job) => job?.finishedOn && this.notifier.final(job, 'failed'))
+        // A job that stalled went back to the queue, or failed for good (JOB_LOST): its watchers read it.
+        .on('stalled', (id) => this.notifier.settled(name, id)),
     );
   }
 
@@ -89,9 +109,12 @@ export class JobProcessor implements OnApplicationBootstrap {
     return this.metrics.active;
   }
 
-  /** Aborts job `id` if this worker runs it (a cancel request from the API). */
+  /** Aborts job `id` if this worker runs it (a cancel request from the API); else keeps it for its start. */
   cancel(id: string): boolean {
-    return this.workers.some((worker) => worker.cancelJob(id, 'cancelled by request'));
+    if (this.workers.some((worker) => worker.cancelJob(id, 'cancelled by request'))) return true;
+    // why keep it: the job may be this worker's already (fetched) without its run having begun.
+    this.cancels.add(id);
+    return false;
   }
 
   /**
@@ -124,16 +147,28 @@ export class JobProcessor implements OnApplicationBootstrap {
     void this.redis.expire(this.keys.owners(job.id!), seconds).catch(() => undefined);
   }
 
+  /**
+   * The error BullMQ gets for a failed attempt: a code that is never retried (see isRetried) as an
+   * UnrecoverableError, so BullMQ fails the job at once; a retried one as is, for its attempts and backoff.
+   */
+  private failure(job: QueueJob, error: CodedJobError): Error {
+    const final = !isRetried(error.code);
+    if (final || job.attemptsMade + 1 >= (job.opts.attempts ?? 1)) this.ownersOutlive(job, this.config.jobRetentionSeconds);
+    return final ? new UnrecoverableError(error.message) : error;
+  }
+
   private async process(job: QueueJob, token: string, signal: AbortSignal): Promise<unknown> {
     const fields = { jobId: job.id, type: job.name, requestId: job.data.requestId, attempt: job.attemptsMade + 1 };
-    const log = this.logger.child(fields);
+    // why made on first use: most jobs write no line at the default level, and a child logger per job is an allocation.
+    let child: Logger | undefined;
+    const log = () => (child ??= this.logger.child(fields));
+    const debug = this.logger.isLevelEnabled('debug');
     // On BullMQ's `process` span, when tracing is on.
     this.tracing?.setAttributes({ [SPAN_ATTRIBUTES.requestId]: fields.requestId, [SPAN_ATTRIBUTES.jobType]: job.name, [SPAN_ATTRIBUTES.jobAttempt]: fields.attempt });
     const refuse = (code: JobFailureCode, message: string) => {
       this.metrics.count(job.name, code);
-      log.warn({ code }, `job failed: ${message}`);
-      this.ownersOutlive(job, this.config.jobRetentionSeconds);
-      return new UnrecoverableError(formatFailure(code, message));
+      log().warn({ code }, `job failed: ${message}`);
+      return this.failure(job, new CodedJobError(code, message));
     };
     const def = this.registry.get(job.name);
     if (!def) throw refuse(JobFailureCode.JOB_REJECTED, `this worker has no job type "${job.name}"`);
@@ -141,29 +176,27 @@ export class JobProcessor implements OnApplicationBootstrap {
     if (!runner) {
       if (job.data.version > def.version && Date.now() - job.timestamp < NEWER_VERSION_GRACE_MS) {
         // why: a newer API is up before the newer workers; put the job back for one of them.
-        log.info({ version: job.data.version }, `job is for a newer version than v${def.version}; putting it back for a newer worker`);
+        log().info({ version: job.data.version }, `job is for a newer version than v${def.version}; putting it back for a newer worker`);
         await job.moveToDelayed(Date.now() + NEWER_VERSION_RETRY_MS, token);
         throw new DelayedError();
       }
       const runs = knownVersions(def).map((v) => `v${v}`).join(', ');
       throw refuse(JobFailureCode.JOB_REJECTED, `job is for ${def.name} v${job.data.version}; this worker runs ${runs}`);
     }
-    const [cancelled, parentCancelled, cached] = await Promise.all([
-      this.redis.exists(this.keys.cancelMarker(job.id!)),
-      // why two commands, not one EXISTS of both: on Redis Cluster the keys may live on different shards.
-      job.data.parent ? this.redis.exists(this.keys.cancelMarker(job.data.parent.id)) : 0,
-      def.cacheTtlSeconds > 0 ? this.cache.get(job.data.key).catch(() => undefined) : undefined,
-    ]);
-    if (cancelled || parentCancelled) {
+    if (this.cancels.take(job.id!) || signal.aborted) {
       if (def.fanOut && job.data.chunks !== undefined) await this.fanOut.abandon(job);
       throw refuse(JobFailureCode.JOB_CANCELLED, job.data.chunks === undefined ? 'cancelled before it started' : 'cancelled while its chunks ran');
     }
     // First pickups only: a handed-back job, or a fan-out job resuming for its merge, was picked up before.
     if (job.attemptsStarted <= 1 && job.data.chunks === undefined) this.metrics.waited(def.name, job.queueName, Date.now() - job.timestamp);
-    // why: an identical job finished between the API's cache check and this pickup; reuse its result.
-    if (cached) {
-      this.metrics.completed(def.name, job.queueName, Date.now() - job.timestamp);
-      return cached.result;
+    // why only these: the API looks the cache up just before it adds a submission; a schedule's tick
+    // and a fan-out chunk were added without a look, and an identical one may have run meanwhile.
+    if (def.cacheTtlSeconds > 0 && (job.data.schedule || job.data.parent)) {
+      const cached = await this.cache.get(job.data.key).catch(() => undefined);
+      if (cached) {
+        this.metrics.completed(def.name, job.queueName, Date.now() - job.timestamp);
+        return cached.result;
+      }
     }
 
     const timeoutMs = Math.min(def.timeoutMs, this.config.jobTimeoutMs);
@@ -177,11 +210,11 @@ export class JobProcessor implements OnApplicationBootstrap {
     signal.addEventListener('abort', onAbort, { once: true });
 
     const startedAt = Date.now();
-    const stopTimer = this.metrics.start(def.name);
-    log.info('job started');
+    this.metrics.started();
+    if (debug) log().debug('job started');
     const onProgress = (percent: number) => {
-      void job.updateProgress(percent).catch(() => undefined);
-      if (job.data.parent) void this.fanOut.childProgress(job, percent).catch(() => undefined);
+      void this.notifier.progress(job, percent).catch(() => undefined);
+      if (job.data.parent) void this.notifier.childProgress(job, percent).catch(() => undefined);
     };
     try {
       const options: RunOptions = {
@@ -195,36 +228,36 @@ export class JobProcessor implements OnApplicationBootstrap {
       const { value: result, key } = def.fanOut
         ? await this.fanOut.run(job, token, def, runner.version, options)
         : await this.pool.run(def.name, runner.version, job.data.inputJson, options);
-      stopTimer('completed');
-      if (job.data.parent) void this.fanOut.childProgress(job, 100).catch(() => undefined);
+      const finishedAt = Date.now();
+      this.metrics.ended(def.name, 'completed', finishedAt - startedAt);
+      if (job.data.parent) void this.notifier.childProgress(job, 100).catch(() => undefined);
       // why the thread's key, not job.data.key: job data could name another input's key (cache poisoning).
-      if (key !== job.data.key) log.warn({ dataKey: job.data.key, key }, 'job data named another content key than its input gives; caching under the input\'s');
-      await this.cache
-        .set(key, { id: job.id!, type: def.name, result, attempts: job.attemptsMade + 1, createdAt: job.timestamp, startedAt, finishedAt: Date.now() }, def.cacheTtlSeconds)
-        .catch((error: unknown) => log.warn({ err: error }, 'could not cache the result; the job still completes'));
+      if (key !== job.data.key) log().warn({ dataKey: job.data.key, key }, "job data named another content key than its input gives; caching under the input's");
+      const caching = this.cacheWriter
+        .set(key, { id: job.id!, type: def.name, result, attempts: job.attemptsMade + 1, createdAt: job.timestamp, startedAt, finishedAt }, def.cacheTtlSeconds)
+        .catch((error: unknown) => log().warn({ err: error }, 'could not cache the result; the job still completes'));
+      if (!this.cacheOnQueueRedis) await caching;
       this.ownersOutlive(job, Math.max(this.config.jobRetentionSeconds, def.cacheTtlSeconds));
-      log.info({ ms: Date.now() - startedAt }, 'job completed');
-      this.metrics.completed(def.name, job.queueName, Date.now() - job.timestamp);
+      if (debug) log().debug({ ms: finishedAt - startedAt }, 'job completed');
+      this.metrics.completed(def.name, job.queueName, finishedAt - job.timestamp);
       return result;
     } catch (error) {
+      const ms = Date.now() - startedAt;
       if (error instanceof WaitingChildrenError) {
-        stopTimer('split');
-        log.info({ chunks: job.data.chunks }, 'job split into chunks; it resumes when they finish');
+        this.metrics.ended(def.name, 'split', ms);
+        if (debug) log().debug({ chunks: job.data.chunks }, 'job split into chunks; it resumes when they finish');
         throw error;
       }
       if (error instanceof HandBack) {
-        stopTimer('handed_back');
-        log.warn('job handed back to the queue for another worker');
+        this.metrics.ended(def.name, 'handed_back', ms);
+        log().warn('job handed back to the queue for another worker');
         await job.moveToWait(token);
         throw new WaitingError();
       }
       const coded = error instanceof CodedJobError ? error : new CodedJobError(JobFailureCode.JOB_FAILED, String(error));
-      stopTimer(coded.code);
-      log.warn({ code: coded.code, ms: Date.now() - startedAt }, `job failed: ${coded.message}`);
-      const final = FINAL_FAILURES.has(coded.code);
-      if (final || job.attemptsMade + 1 >= (job.opts.attempts ?? 1)) this.ownersOutlive(job, this.config.jobRetentionSeconds);
-      if (final) throw new UnrecoverableError(coded.message);
-      throw coded;
+      this.metrics.ended(def.name, coded.code, ms);
+      log().warn({ code: coded.code, ms }, `job failed: ${coded.message}`);
+      throw this.failure(job, coded);
     } finally {
       clearTimeout(timer);
       signal.removeEventListener('abort', onAbort);

@@ -31,6 +31,11 @@ export class SlotWorker extends Worker<JobData, unknown, string> {
     processor: Processor<JobData, unknown, string>,
     options: WorkerOptions,
     private readonly slots: Slots,
+    /**
+     * Called for a job BullMQ fails at pickup without running the processor: one flagged with a
+     * deferred failure (the API's cancel flag, see flagCancelled in libs/queue).
+     */
+    private readonly failedAtPickup: (job: QueueJob) => void = () => undefined,
   ) {
     super(queue, processor, { ...options, concurrency: slots.size });
   }
@@ -62,7 +67,10 @@ export class SlotWorker extends Worker<JobData, unknown, string> {
       // why: while another queue waits for a slot, the slot goes back rather than to this queue's next job.
       const another = () => fetchNext() && this.slots.waiting === 0;
       let next: void | QueueJob = job;
-      while (next) next = await super.processJob(next, token, another);
+      while (next) {
+        if (next.deferredFailure) this.failedAtPickup(next);
+        next = await super.processJob(next, token, another);
+      }
     } finally {
       this.giveBack(token);
     }

@@ -1,52 +1,71 @@
-import { METRIC_PREFIX } from '@app/metrics';
 import { Injectable } from '@nestjs/common';
-import { Counter, Gauge, Histogram, Registry } from 'prom-client';
-import { METRICS } from '@app/metrics';
+import { Counter, Gauge, Registry } from 'prom-client';
+import { BoundCounter, BoundHistogram, type BoundObserver, type BoundSeries, METRICS } from '@app/metrics';
 import { JobPool, REPLACEMENT_REASONS } from '../pool/job-pool';
 
 /** Seconds from queued to started, and to completed: from a few ms on an idle queue to a long backlog. */
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600];
 
+/** A series per label pair, bound on first use and kept (see BoundCounter: no allocation per job). */
+class Series<T> {
+  private readonly byFirst = new Map<string, Map<string, T>>();
+
+  constructor(private readonly bind: (a: string, b: string) => T) {}
+
+  of(a: string, b: string): T {
+    let byB = this.byFirst.get(a);
+    if (!byB) this.byFirst.set(a, (byB = new Map()));
+    let series = byB.get(b);
+    if (!series) byB.set(b, (series = this.bind(a, b)));
+    return series;
+  }
+}
+
 /**
  * What the worker counts: jobs by type and outcome, their run, wait and end-to-end times, how many
- * run now, the pool's state and its thread replacements.
+ * run now, the pool's state and its thread replacements. Per job it does arithmetic on series bound
+ * once per label set.
  */
 @Injectable()
 export class WorkerMetrics {
-  private readonly finished: Counter<'type' | 'outcome'>;
-  private readonly duration: Histogram<'type' | 'outcome'>;
-  private readonly wait: Histogram<'type' | 'queue'>;
-  private readonly endToEnd: Histogram<'type' | 'queue'>;
+  private readonly finished: Series<BoundSeries>;
+  private readonly duration: Series<BoundObserver>;
+  private readonly wait: Series<BoundObserver>;
+  private readonly endToEnd: Series<BoundObserver>;
   private running = 0;
 
   constructor(registry: Registry, pool: JobPool) {
-    this.finished = new Counter({
+    const finished = new BoundCounter({
       name: METRICS.jobsFinished,
       help: 'Job attempts finished by this worker, by type and outcome (completed or a failure code)',
       labelNames: ['type', 'outcome'],
       registers: [registry],
     });
-    this.duration = new Histogram({
+    this.finished = new Series((type, outcome) => finished.bind({ type, outcome }));
+    const duration = new BoundHistogram({
       name: METRICS.jobRun,
       help: 'Time a job attempt spent on the pool, by type and outcome',
       labelNames: ['type', 'outcome'],
       buckets: [0.005, 0.025, 0.1, 0.5, 1, 2.5, 10, 30, 60, 300],
       registers: [registry],
     });
-    this.wait = new Histogram({
+    this.duration = new Series((type, outcome) => duration.bind({ type, outcome }));
+    const wait = new BoundHistogram({
       name: METRICS.jobWait,
       help: 'Time first attempts waited in the queue, from submission to a worker starting them, by type and queue',
       labelNames: ['type', 'queue'],
       buckets: LATENCY_BUCKETS,
       registers: [registry],
     });
-    this.endToEnd = new Histogram({
+    this.wait = new Series((type, queue) => wait.bind({ type, queue }));
+    const endToEnd = new BoundHistogram({
       name: METRICS.jobEndToEnd,
       help: 'Time from submission to completion of completed jobs (waits, retries and fan-out chunks included), by type and queue',
       labelNames: ['type', 'queue'],
       buckets: LATENCY_BUCKETS,
       registers: [registry],
     });
+    this.endToEnd = new Series((type, queue) => endToEnd.bind({ type, queue }));
     const replacements = new Counter({
       name: METRICS.poolThreadReplacements,
       help: 'Pool threads terminated and replaced, by reason: timeout, cancelled (a running job aborted), crash, out_of_memory',
@@ -94,27 +113,28 @@ export class WorkerMetrics {
 
   /** Counts an attempt that ended before it reached the pool (rejected or cancelled while queued). */
   count(type: string, outcome: string): void {
-    this.finished.inc({ type, outcome });
+    this.finished.of(type, outcome).inc();
   }
 
   /** A job's first attempt starts, `ms` after it was submitted. */
   waited(type: string, queue: string, ms: number): void {
-    this.wait.observe({ type, queue }, Math.max(0, ms) / 1000);
+    this.wait.of(type, queue).observe(Math.max(0, ms) / 1000);
   }
 
   /** A job completed, `ms` after it was submitted. */
   completed(type: string, queue: string, ms: number): void {
-    this.endToEnd.observe({ type, queue }, Math.max(0, ms) / 1000);
+    this.endToEnd.of(type, queue).observe(Math.max(0, ms) / 1000);
   }
 
-  /** Starts timing one attempt; call the returned function with its outcome. */
-  start(type: string): (outcome: string) => void {
+  /** An attempt starts on the pool. */
+  started(): void {
     this.running++;
-    const end = this.duration.startTimer({ type });
-    return (outcome) => {
-      this.running--;
-      end({ outcome });
-      this.finished.inc({ type, outcome });
-    };
+  }
+
+  /** An attempt that started ends, after `ms` on the pool, with `outcome`. */
+  ended(type: string, outcome: string, ms: number): void {
+    this.running--;
+    this.duration.of(type, outcome).observe(ms / 1000);
+    this.finished.of(type, outcome).inc();
   }
 }

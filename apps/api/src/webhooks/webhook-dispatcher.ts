@@ -1,13 +1,13 @@
 import { Inject, Injectable, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { DelayedError, type Job, UnrecoverableError, Worker } from 'bullmq';
-import type { RedisClient } from '@app/redis';
 import { CONFIG, type Config, type WebhookConfig } from '@app/config';
 import { type Logger, LOGGER } from '@app/logging';
 import { queuePrefix, WEBHOOK_QUEUE } from '@app/queue';
-import { closeRedis, createRedis } from '@app/redis';
-import { JobEvents } from '../jobs/job-events';
+import { closeRedis, createRedis, type RedisClient } from '@app/redis';
+import { JobNotices } from '../jobs/job-notices';
 import { JobOwners } from '../jobs/job-owners';
 import { JobStore } from '../jobs/job-store';
+import { JobQueues } from '../queues/queue.providers';
 import { keyNameOf } from '../security/caller';
 import { isFinal, type JobView } from '../jobs/job-view';
 import { CallbackUrlPolicy } from './callback-url';
@@ -49,17 +49,18 @@ interface Watch {
 /**
  * Sends webhooks from the `_webhooks` queue, in the API process. A delivery first waits for its job
  * to be final: it reads the view, and while the job runs it goes back to the delayed set, re-checked
- * after as long as it has waited (1 s … 60 s), and woken at once when this replica's event readers
- * see the job finish (completed, failed, JOB_LOST, or removed by a cancel). Then it fixes the signed
- * body and POSTs it, retrying with exponential backoff for WEBHOOK_MAX_ATTEMPTS.
+ * after as long as it has waited (1 s … 60 s), and woken at once by the notice of its end
+ * (completed, failed, JOB_LOST, or removed by a cancel) that reaches this replica as one of the
+ * job's watchers (see JobNotices). Then it fixes the signed body and POSTs it, retrying with
+ * exponential backoff for WEBHOOK_MAX_ATTEMPTS.
  *
- * why the API: it is the I/O tier and already reads every queue's event stream, so each finish
- * reaches a waiting delivery with no extra Redis command per job; the workers' event loops stay for
- * lock renewals and their network needs no way out. A replica that dies mid-delivery leaves it
+ * why the API: it is the I/O tier and already waits on jobs for its clients, so a finish reaches a
+ * waiting delivery the way it reaches a `Prefer: wait`; the workers' event loops stay for lock
+ * renewals and their network needs no way out. A replica that dies mid-delivery leaves it
  * active; its lock lapses (JOB_LOCK_MS) and another replica sends it again: at least once.
  */
 @Injectable()
-export class WebhookWorker implements OnApplicationBootstrap, OnApplicationShutdown {
+export class WebhookDispatcher implements OnApplicationBootstrap, OnApplicationShutdown {
   private worker?: Worker<DeliveryData, void, string>;
   private connection?: RedisClient;
   private queue?: DeliveryQueue;
@@ -71,12 +72,13 @@ export class WebhookWorker implements OnApplicationBootstrap, OnApplicationShutd
   constructor(
     private readonly store: JobStore,
     private readonly owners: JobOwners,
-    private readonly events: JobEvents,
+    private readonly notices: JobNotices,
+    private readonly queues: JobQueues,
     private readonly metrics: WebhookMetrics,
     @Inject(CONFIG) private readonly config: Config,
     @Inject(LOGGER) logger: Logger,
   ) {
-    this.logger = logger.child({ context: WebhookWorker.name });
+    this.logger = logger.child({ context: WebhookDispatcher.name });
   }
 
   onApplicationBootstrap(): void {
@@ -155,7 +157,7 @@ export class WebhookWorker implements OnApplicationBootstrap, OnApplicationShutd
     // why listen before reading: a finish between the read and the move back is not missed.
     const watch = this.watch(jobId, job.id!);
     // why not fail on a read error: waiting for the job is not a delivery attempt; look again soon.
-    const view = await this.store.view(jobId).catch((error: unknown) => {
+    const view = await this.watchedView(jobId).catch((error: unknown) => {
       log.warn({ err: error }, 'could not read the job for its webhook; looking again shortly');
       return null;
     });
@@ -183,14 +185,21 @@ export class WebhookWorker implements OnApplicationBootstrap, OnApplicationShutd
     if (known) return known;
     if (this.watching.size >= WATCHED_MAX) this.unwatch(this.watching.keys().next().value!);
     const watch: Watch = { settled: false, stop: () => undefined };
-    watch.stop = this.events.subscribe(jobId, (event) => {
-      if (event.kind !== 'settled') return;
+    watch.stop = this.notices.subscribe(jobId, (event) => {
+      if (event.kind === 'progress') return;
       watch.settled = true;
       this.unwatch(deliveryId);
       void this.wake(deliveryId);
     });
     this.watching.set(deliveryId, watch);
     return watch;
+  }
+
+  /** Job `jobId`'s view, read once this replica is one of its watchers (its end then reaches `watch`). */
+  private async watchedView(jobId: string): Promise<JobView | undefined> {
+    const queue = await this.queues.locate(jobId);
+    if (queue) await this.notices.register(queue.name, jobId);
+    return this.store.view(jobId, undefined, queue);
   }
 
   private unwatch(deliveryId: string): void {

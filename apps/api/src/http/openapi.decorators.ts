@@ -1,8 +1,8 @@
 import { applyDecorators } from '@nestjs/common';
 import { ApiHeader, ApiResponse } from '@nestjs/swagger';
-import { API_ERRORS, ApiErrorCode } from '../http/api-error';
-import { problemOf } from '../http/problem';
-import { schemaRef } from './openapi.schemas';
+import { API_ERRORS, ApiErrorCode } from './api-error';
+import { problemOf } from './problem';
+import { schemaRef } from './openapi.refs';
 
 const RETRY_AFTER = { 'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer', minimum: 1 } } };
 

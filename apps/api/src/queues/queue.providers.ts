@@ -30,7 +30,8 @@ export class JobQueues {
   constructor(
     registry: JobRegistry,
     private readonly redis: RedisClient,
-    submitRedis: RedisClient,
+    /** The connection submissions are added through (see SUBMIT_REDIS). */
+    readonly submitConnection: RedisClient,
     config: Config,
     tracing?: Tracing | null,
   ) {
@@ -46,7 +47,7 @@ export class JobQueues {
     for (const name of registry.queues()) {
       const queue = open(name, redis);
       this.byName.set(name, queue);
-      this.submitters.set(name, submitRedis === redis ? queue : open(name, submitRedis));
+      this.submitters.set(name, submitConnection === redis ? queue : open(name, submitConnection));
     }
   }
 

@@ -7,9 +7,10 @@ import { waitFor } from './support/wait';
 const triangle = (n: number) => ((BigInt(n) * BigInt(n + 1)) / 2n).toString();
 
 /**
- * Fan-out (parallel-sum → sum-range chunks on the heavy queue): the chunks run as child jobs on every
- * worker of the queue, progress comes from the children, a cancel stops the whole tree and a chunk
- * that fails for good fails the parent with a clear code.
+ * Fan-out, through its example (parallel-sum → sum-range chunks on the heavy queue): the chunks run as
+ * child jobs on every worker of the queue, progress comes from the children, a cancel stops the whole
+ * tree and a chunk that fails for good fails the parent with a clear code. Named after the example, so
+ * `npm run remove:job -- parallel-sum sum-range` removes it with them.
  */
 describe('fan-out jobs', () => {
   // why JOB_TIMEOUT_MS: a chunk of n = 10^12 runs for minutes, so it times out (the failing child).

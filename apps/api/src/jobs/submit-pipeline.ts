@@ -1,0 +1,150 @@
+import { randomUUID } from 'node:crypto';
+import { Inject, Injectable } from '@nestjs/common';
+import { type CachedResult, ResultCache } from '@app/cache';
+import { CONFIG, type Config } from '@app/config';
+import type { JobDefinition } from '@app/jobs';
+import { ApiError } from '../http/api-error';
+import type { ServerTiming } from '../http/server-timing';
+import { Backlog } from './backlog';
+import type { PreparedJob } from './job-input';
+import { JobNotices, type JobWatch } from './job-notices';
+import { JobOwners } from './job-owners';
+import { iso, type JobView, viewOfCached } from './job-view';
+import { newJob, type Submission } from './new-job';
+import { JobQueues } from '../queues/queue.providers';
+import { ReplicaAck } from './replica-ack';
+import { SubmissionMetrics } from './submission.metrics';
+
+/**
+ * What became of one piece of work: answered from the cache, queued as a new job, joined an
+ * identical job in flight (or, under an Idempotency-Key taken over, the job a request that died
+ * had added), or refused (the backlog is full). `watch`, when the caller will wait, listens to the
+ * job already.
+ */
+export type Outcome =
+  | { kind: 'cached'; view: JobView }
+  | { kind: 'queued'; view: JobView; watch?: JobWatch }
+  | { kind: 'joined'; id: string; watch?: JobWatch }
+  | { kind: 'rejected'; error: ApiError };
+
+export interface AcceptOptions {
+  /** The caller: with API keys, every job it gets counts it among its owners. */
+  scope: string;
+  submission: Submission;
+  /** The caller waits (`Prefer: wait`): listen to each job before it can end. */
+  wait: boolean;
+  timing?: ServerTiming;
+  /** The id a new job of `jobs[index]` gets (an Idempotency-Key's planned ids); a fresh UUID otherwise. */
+  idFor?: (index: number) => string;
+  /** An Idempotency-Key's claim is taken over: a job under a planned id may exist already. */
+  takeover?: boolean;
+  /** Called right before the add (see Claim.adding). */
+  adding?: () => void;
+}
+
+/**
+ * The one way work enters the queue, for single and batch submissions alike: the cache lookup (one
+ * GET, or one round trip for a batch), admission (MAX_BACKLOG), then one add (or addBulk) with the
+ * job's owner and, for a waiting caller, its watcher written on the same connection, in the same
+ * round trip; with REDIS_MIN_REPLICAS_ACK, one WAIT. Returns an outcome per job, in order, and
+ * counts the cache lookups; what a submission as a whole became is the caller's to count.
+ */
+@Injectable()
+export class SubmitPipeline {
+  constructor(
+    private readonly queues: JobQueues,
+    private readonly cache: ResultCache,
+    private readonly backlog: Backlog,
+    private readonly notices: JobNotices,
+    private readonly owners: JobOwners,
+    private readonly replicas: ReplicaAck,
+    private readonly metrics: SubmissionMetrics,
+    @Inject(CONFIG) private readonly config: Config,
+  ) {}
+
+  async accept(def: JobDefinition, jobs: readonly PreparedJob[], options: AcceptOptions): Promise<Outcome[]> {
+    const outcomes = new Array<Outcome>(jobs.length);
+    const cached = await this.lookUp(def, jobs);
+    options.timing?.mark('cache');
+    const work: number[] = [];
+    jobs.forEach((_, i) => {
+      const hit = cached[i];
+      if (hit) outcomes[i] = { kind: 'cached', view: viewOfCached(hit) };
+      else work.push(i);
+    });
+    // The caller may read a cached result by its id from now on, like the caller whose job produced it.
+    const hitIds = cached.flatMap((hit) => (hit ? [hit.id] : []));
+    if (work.length === 0) {
+      await this.owners.add(hitIds, options.scope);
+      return outcomes;
+    }
+
+    const queue = this.queues.get(def.queue);
+    const { admitted, backlog } = await this.backlog.admit(queue, work.length);
+    for (const i of work.slice(admitted)) {
+      const detail =
+        jobs.length === 1
+          ? `${backlog} jobs are waiting in queue "${queue.name}"; retry later`
+          : `${backlog} jobs are waiting in queue "${queue.name}"; ${admitted} of this batch's ${work.length} new jobs were accepted; resubmit the rest later`;
+      outcomes[i] = { kind: 'rejected', error: new ApiError('BACKLOG_FULL', detail, { retryAfterSeconds: 5 }) };
+    }
+    const adding = work.slice(0, admitted).map((i) => ({ i, id: options.idFor?.(i) ?? randomUUID() }));
+    if (adding.length === 0) {
+      await this.owners.add(hitIds, options.scope);
+      return outcomes;
+    }
+
+    const submitter = this.queues.submitter(def.queue);
+    const connection = this.queues.submitConnection;
+    // why listen first, and the watchers on the add's own connection: a job can end as soon as it is
+    // added; Redis runs a connection's commands in order, so the worker that ends it finds the watcher.
+    const watches = options.wait ? adding.map(({ id }) => this.notices.watch(id)) : [];
+    const closeAll = (error: unknown): never => {
+      watches.forEach((watch) => watch.close());
+      throw error;
+    };
+    const registered = options.wait ? adding.map(({ id }) => this.notices.register(def.queue, id, connection)) : [];
+    options.adding?.();
+    const newJobs = adding.map(({ i, id }) => newJob(jobs[i], id, options.submission, this.config.jobRetentionSeconds));
+    const [added] = await Promise.all([
+      newJobs.length === 1 ? submitter.add(newJobs[0].name, newJobs[0].data, newJobs[0].opts).then((job) => [job]) : submitter.addBulk(newJobs),
+      this.owners.add([...hitIds, ...adding.map(({ id }) => id)], options.scope),
+      ...registered,
+    ]).catch(closeAll);
+    options.timing?.mark('enqueue');
+    // One WAIT covers them all: they were written on one connection, before it. A joined job too:
+    // joining wrote a "deduplicated" event after the job it joined.
+    await this.replicas.confirm(queue, added.at(-1)!.id!, options.timing).catch(closeAll);
+
+    const joined: string[] = [];
+    added.forEach((job, n) => {
+      const { i, id } = adding[n];
+      if (job.id === id && !options.takeover) {
+        const view: JobView = { id, type: def.name, status: 'queued', attempts: 0, createdAt: iso(job.timestamp)! };
+        outcomes[i] = { kind: 'queued', view, watch: watches[n] };
+        return;
+      }
+      // An identical job queued or running (or just finished): the caller gets that one.
+      watches[n]?.close();
+      if (job.id !== id) joined.push(job.id!);
+      outcomes[i] = { kind: 'joined', id: job.id!, watch: options.wait ? this.notices.watch(job.id!) : undefined };
+    });
+    if (joined.length > 0) {
+      // The joined jobs were added by others: this replica becomes their watcher before anyone reads them.
+      await Promise.all([this.owners.add(joined, options.scope), ...(options.wait ? joined.map((id) => this.notices.register(def.queue, id)) : [])]);
+    }
+    return outcomes;
+  }
+
+  /** The cached results of `jobs`, in order (misses and a cache Redis away alike undefined), counted. */
+  private async lookUp(def: JobDefinition, jobs: readonly PreparedJob[]): Promise<Array<CachedResult | undefined>> {
+    if (def.cacheTtlSeconds <= 0) return [];
+    // why: the cache may be a separate Redis; when it is away, the jobs simply run again.
+    const found: Array<CachedResult | undefined> | null =
+      jobs.length === 1
+        ? await this.cache.get(jobs[0].key).then((hit) => [hit], () => null)
+        : await this.cache.getMany(jobs.map((job) => job.key)).catch(() => null);
+    for (let i = 0; i < jobs.length; i++) this.metrics.cacheLookup(def.name, found === null ? 'error' : found[i] ? 'hit' : 'miss');
+    return found ?? [];
+  }
+}

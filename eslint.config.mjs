@@ -1,0 +1,55 @@
+// @ts-check
+/**
+ * ESLint: only the rules that keep the project's shape (`npm run lint`, and a step of `npm test`).
+ * Style is left to review; the type check is tsc's (`npm run lint` runs both).
+ */
+import tseslint from 'typescript-eslint';
+
+export default [
+  { ignores: ['**/dist/**', 'bench/.build/**'] },
+  {
+    files: ['**/*.ts', '**/*.mjs'],
+    languageOptions: { parser: tseslint.parser },
+    plugins: { '@typescript-eslint': tseslint.plugin },
+    linterOptions: { reportUnusedDisableDirectives: 'error' },
+    rules: {
+      // why no separate `import type` line: one line per module, with inline `type` (the house style).
+      'no-duplicate-imports': 'error',
+      // why ignoreRestSiblings: `({ problem, ...rest }) => rest` is how a field is dropped, not a leftover.
+      '@typescript-eslint/no-unused-vars': [
+        'error',
+        { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrorsIgnorePattern: '^_', destructuredArrayIgnorePattern: '^_', ignoreRestSiblings: true },
+      ],
+    },
+  },
+  {
+    // The piscina thread entry (job-pool.ts loads thread.js) and the thread-* files it pulls in.
+    files: ['apps/worker/src/pool/thread.ts', 'apps/worker/src/pool/thread-*.ts'],
+    ignores: ['**/*.spec.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              // why piscina: it is the host that runs this file; its `workerData` is how the pool configures a thread.
+              // why type imports pass: they are erased, so nothing more is loaded into the thread.
+              regex: '^(?!node:|@app/jobs$|piscina$|\\./thread-)',
+              allowTypeImports: true,
+              message: 'The pool thread imports only @app/jobs, node: built-ins, piscina and its thread-* siblings: no Nest, Redis or OpenTelemetry in the thread.',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    files: ['libs/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        { patterns: [{ regex: '(^|/)apps(/|$)', message: 'libs never import apps: move what both need into a lib.' }] },
+      ],
+    },
+  },
+];
