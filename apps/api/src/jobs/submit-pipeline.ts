@@ -114,21 +114,11 @@ export class SubmitPipeline {
     options.timing?.mark('enqueue');
     // One WAIT covers them all: they were written on one connection, before it. A joined job too:
     // joining wrote a "deduplicated" event after the job it joined.
-    const [, late] = await Promise.all([
-      this.replicas.confirm(queue, added.at(-1)!.id!, options.timing),
-      jobs.length === 1 ? this.lateHit(def, jobs[0], adding[0].id, added[0], options) : undefined,
-    ]).catch(closeAll);
+    await this.replicas.confirm(queue, added.at(-1)!.id!, options.timing).catch(closeAll);
 
     const joined: string[] = [];
     added.forEach((job, n) => {
       const { i, id } = adding[n];
-      const hit = n === 0 ? late : undefined;
-      if (hit) {
-        // An identical job ended between our lookup and our add, and ours is gone again: its result.
-        watches[n]?.close();
-        outcomes[i] = { kind: 'cached', view: viewOfCached(hit) };
-        return;
-      }
       if (job.id === id && !options.takeover) {
         const view: JobView = { id, type: def.name, status: 'queued', attempts: 0, createdAt: iso(job.timestamp)! };
         outcomes[i] = { kind: 'queued', view, watch: watches[n] };
@@ -144,20 +134,6 @@ export class SubmitPipeline {
       await Promise.all([this.owners.add(joined, options.scope), ...(options.wait ? joined.map((id) => this.notices.register(def.queue, id)) : [])]);
     }
     return outcomes;
-  }
-
-  /**
-   * Single flight's one gap: an identical job may end between the cache lookup and the add. Its
-   * deduplication id is released once its result is cached, so the add makes a new job that would
-   * run again. A lookup after the add finds that result: the new job is removed (when no worker has
-   * taken it yet) and the caller gets the result. why not under an Idempotency-Key: its record
-   * names the planned id; why not for a batch: its one round trip is worth more than a rare rerun.
-   */
-  private async lateHit(def: JobDefinition, job: PreparedJob, id: string, added: { id?: string }, options: AcceptOptions): Promise<CachedResult | undefined> {
-    if (def.cacheTtlSeconds <= 0 || options.idFor || added.id !== id) return undefined;
-    const hit = await this.cache.get(job.key).catch(() => undefined);
-    if (hit && (await this.queues.get(def.queue).remove(id).catch(() => 0)) === 1) return hit;
-    return undefined;
   }
 
   /** The cached results of `jobs`, in order (misses and a cache Redis away alike undefined), counted. */

@@ -189,9 +189,11 @@ export class JobProcessor implements OnApplicationBootstrap {
     }
     // First pickups only: a handed-back job, or a fan-out job resuming for its merge, was picked up before.
     if (job.attemptsStarted <= 1 && job.data.chunks === undefined) this.metrics.waited(def.name, job.queueName, Date.now() - job.timestamp);
-    // why only these: the API looks the cache up just before it adds a submission; a schedule's tick
-    // and a fan-out chunk were added without a look, and an identical one may have run meanwhile.
-    if (def.cacheTtlSeconds > 0 && (job.data.schedule || job.data.parent)) {
+    // why every cacheable job, though the API looked just before it added it: an identical job that
+    // ended between that look and the add had cached its result and released its deduplication id,
+    // so this one would run again (the bench smoke's 50 identical submissions over 2 APIs ran twice
+    // without it). A schedule's tick and a fan-out chunk were added without a look at all.
+    if (def.cacheTtlSeconds > 0) {
       const cached = await this.cache.get(job.data.key).catch(() => undefined);
       if (cached) {
         this.metrics.completed(def.name, job.queueName, Date.now() - job.timestamp);
