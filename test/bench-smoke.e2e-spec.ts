@@ -48,7 +48,9 @@ describe('bench (smoke)', () => {
     expect(json.scenarios.singleFlight.executions.values).toEqual([1]);
     const measured = json.rows.filter((r: { ratio?: { median: number } }) => r.ratio);
     expect(measured.length).toBeGreaterThan(8);
-    for (const row of measured) expect(Number.isFinite(row.ratio.median)).toBe(true);
+    // Named with their rounds, so a NaN says where it came from (JSON writes NaN and Infinity as null).
+    const notFinite = measured.filter((row: { ratio: { median: unknown } }) => !Number.isFinite(row.ratio.median));
+    expect(notFinite.map((row: { measure: string; ratio: unknown }) => `${row.measure}: ${JSON.stringify(row.ratio)}`)).toEqual([]);
 
     const markdown = readFileSync(join(results, 'latest.md'), 'utf8');
     expect(markdown).toContain('| Scenario | Measure | Template | Baseline | Ratio | Target | Met |');

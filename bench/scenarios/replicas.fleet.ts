@@ -184,6 +184,9 @@ export class FleetLegs {
   /** The fleet's rows of the results table. */
   rows(): Row[] {
     const r = (name: string) => this.rounds.get(name);
+    // why: a ratio is added only when both legs gave a finite figure; a row whose every round lacked
+    // one reports its figures without a ratio rather than a NaN.
+    const ratioOf = (name: string) => (r(name).values.length > 0 ? r(name) : undefined);
     const [min, max] = [Math.min(...this.sizes), Math.max(...this.sizes)];
     const hasBefore = this.ctx.opts.beforeDist !== undefined;
     const ownRedis = this.ctx.redis.own;
@@ -194,7 +197,7 @@ export class FleetLegs {
         measure: `CPU per trivial job of the busiest idle API replica (${fleet}, ${max - 1} idle)${hasBefore ? ', after ÷ before' : ''}`,
         template: spreadOf(r(key('after', max, 'idleMax')), ms),
         baseline: hasBefore ? spreadOf(r(key('before', max, 'idleMax')), ms) : '',
-        ratio: hasBefore ? r(`fleet.ratio.${max}.idleMax`) : undefined,
+        ratio: hasBefore ? ratioOf(`fleet.ratio.${max}.idleMax`) : undefined,
         target: '≤ 0.02 ms',
         met: r(key('after', max, 'idleMax')).median <= 0.02,
       },
@@ -207,7 +210,7 @@ export class FleetLegs {
           measure: `Redis CPU per trivial job, ${max} APIs ÷ ${min} (1 serving, the rest idle)${context}`,
           template: spreadOf(r(key(build, max, 'redis')), ms),
           baseline: spreadOf(r(key(build, min, 'redis')), ms),
-          ratio: r(`fleet.${build}.growth.redis`),
+          ratio: ratioOf(`fleet.${build}.growth.redis`),
           ...(build === 'after' ? { target: 'within ±10%', met: Math.abs(r(`fleet.${build}.growth.redis`).median - 1) <= 0.1 } : {}),
         });
       }
@@ -216,7 +219,7 @@ export class FleetLegs {
         measure: `fleet CPU per trivial job (APIs + worker${ownRedis ? ' + Redis' : ''}), ${max} APIs ÷ ${min}${context}`,
         template: spreadOf(r(key(build, max, 'fleet')), ms),
         baseline: spreadOf(r(key(build, min, 'fleet')), ms),
-        ratio: r(`fleet.${build}.growth.fleet`),
+        ratio: ratioOf(`fleet.${build}.growth.fleet`),
       });
     }
     if (hasBefore) {
@@ -226,14 +229,14 @@ export class FleetLegs {
           measure: `fleet CPU per trivial job (APIs + worker${ownRedis ? ' + Redis' : ''}), ${fleet}: after ÷ before`,
           template: spreadOf(r(key('after', max, 'fleet')), ms),
           baseline: spreadOf(r(key('before', max, 'fleet')), ms),
-          ratio: r(`fleet.ratio.${max}.fleet`),
+          ratio: ratioOf(`fleet.ratio.${max}.fleet`),
         },
         {
           scenario: SCENARIO,
           measure: `trivial sum jobs/s, ${fleet} (${this.ctx.opts.replicas.callers} callers): after ÷ before`,
           template: spreadOf(r(key('after', max, 'jobsPerS')), (v) => perS(v, 'jobs/s')),
           baseline: spreadOf(r(key('before', max, 'jobsPerS')), (v) => perS(v, 'jobs/s')),
-          ratio: r(`fleet.ratio.${max}.jobsPerS`),
+          ratio: ratioOf(`fleet.ratio.${max}.jobsPerS`),
         },
       );
     }
