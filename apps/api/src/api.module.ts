@@ -1,21 +1,24 @@
 import { DynamicModule, Inject, MiddlewareConsumer, Module, NestModule, RequestMethod } from '@nestjs/common';
-import { APP_FILTER } from '@nestjs/core';
+import { APP_FILTER, DiscoveryModule } from '@nestjs/core';
 import { CACHE_REDIS, CacheModule } from '@app/cache';
 import { CONFIG, Config, ConfigModule } from '@app/config';
 import { HEALTH_INDICATORS, HealthController, HealthIndicator } from '@app/health';
 import { JobRegistry } from '@app/jobs';
 import { type Logger, LoggingModule } from '@app/logging';
 import { MetricsModule } from '@app/metrics';
+import { OtelTracingModule } from '@app/otel';
 import { checkSchedules } from '@app/queue';
-import { pingRedis, type RedisClient } from '@app/redis';
-import { type Tracing, TracingModule } from '@app/tracing';
+import { pingRedis, type RedisClient, RedisModule } from '@app/redis';
+import { TracingModule } from '@app/tracing';
 import { BatchModule } from './batch/batch.module';
 import { DemoModule } from './demo/demo.module';
+import { ApiDocsModule } from './docs/api-docs.module';
 import { ProblemFilter } from './http/problem.filter';
 import { IdempotencyModule } from './idempotency/idempotency.module';
 import { JobTypesController } from './job-types/job-types.controller';
 import { JobsModule } from './jobs/jobs.module';
 import { QUEUE_REDIS } from './queues/queue.providers';
+import { QueueDashboardModule } from './queue-dashboard/queue-dashboard.module';
 import { QueuesModule } from './queues/queues.module';
 import { SchedulesModule } from './schedules/schedules.module';
 import { AccessMiddleware } from './security/access.middleware';
@@ -23,30 +26,37 @@ import { WebhooksModule } from './webhooks/webhooks.module';
 
 /**
  * The HTTP API: validates, enqueues, reads and cancels jobs. Its event loop only does I/O. The core
- * is JobsModule; each optional capability is one module below, and deleting its folder and its
- * line leaves the rest whole (test/capabilities.e2e-spec.ts).
+ * is JobsModule; each optional capability is one module below (tracing's is libs/otel, in the
+ * worker's list too), and deleting its folder and its line leaves the rest whole
+ * (test/capabilities.e2e-spec.ts).
  */
 @Module({})
 export class ApiModule implements NestModule {
-  static forRoot(config: Config, logger: Logger, tracing?: Tracing): DynamicModule {
+  static forRoot(config: Config, logger: Logger): DynamicModule {
     const registry = JobRegistry.forConfig(config);
     // why here: a cron expression BullMQ cannot parse stops start-up with its message, before Nest starts.
     checkSchedules(registry);
     return {
       module: ApiModule,
       imports: [
+        // why first: its connections then close after every other module's shutdown hook (see RedisModule).
+        RedisModule,
         ConfigModule.forRoot(config),
         LoggingModule.forRoot(logger),
-        TracingModule.forRoot(tracing),
+        TracingModule,
+        OtelTracingModule.forRoot('api'),
         QueuesModule.forRoot(registry),
         CacheModule,
         MetricsModule,
+        DiscoveryModule,
         JobsModule,
         BatchModule,
         IdempotencyModule,
         WebhooksModule,
         SchedulesModule,
         ...(config.demo ? [DemoModule] : []),
+        ...(config.apiDocs ? [ApiDocsModule] : []),
+        ...(config.queueDashboard ? [QueueDashboardModule] : []),
       ],
       controllers: [JobTypesController, HealthController],
       providers: [

@@ -8,7 +8,7 @@ import { JobRegistry, knownVersions } from '@app/jobs';
 import { createLogger, NestPinoLogger } from '@app/logging';
 import { registerHttpMetrics } from '@app/metrics';
 import { checkRedisTargets, logRedisRefusals, watchEvictionPolicy } from '@app/redis';
-import { startTracing } from '@app/tracing';
+import { TRACING } from '@app/tracing';
 import { Registry } from 'prom-client';
 import { JobProcessor } from './processor/job-processor';
 import { WORKER_REDIS } from './processor/worker-redis';
@@ -32,8 +32,7 @@ async function bootstrap(): Promise<void> {
   await checkRedisTargets(config.queueRedis, config.cacheRedis);
   const pino = createLogger(config, 'worker');
   const logger = new NestPinoLogger(pino);
-  const tracing = startTracing(config, 'worker', pino);
-  const app = await NestFactory.create<NestFastifyApplication>(WorkerModule.forRoot(config, pino, tracing), new FastifyAdapter(), {
+  const app = await NestFactory.create<NestFastifyApplication>(WorkerModule.forRoot(config, pino), new FastifyAdapter(), {
     logger,
     bodyParser: false,
   });
@@ -53,7 +52,6 @@ async function bootstrap(): Promise<void> {
     }, config.shutdownTimeoutMs + HAND_BACK_GRACE_MS).unref();
     await processor.drain(config.shutdownTimeoutMs);
     await app.close();
-    await tracing?.shutdown();
     clearTimeout(giveUp);
     logger.log('worker stopped cleanly', 'Shutdown');
     process.exit(0);
@@ -66,7 +64,7 @@ async function bootstrap(): Promise<void> {
     .list()
     .filter((d) => queues.includes(d.queue))
     .map((d) => `${d.name}@${knownVersions(d).join('+')}`);
-  const traces = tracing ? `; traces to ${config.otel.endpoint}` : '';
+  const traces = app.get(TRACING) ? `; traces to ${config.otel.endpoint}` : '';
   logger.log(
     `worker consuming queues ${queues.join(', ')} with ${config.workerThreads} threads; probes on ${await app.getUrl()}; job types ${types.join(', ')}${traces}`,
     'Bootstrap',

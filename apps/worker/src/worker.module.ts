@@ -1,16 +1,16 @@
-import { DynamicModule, Inject, Module, OnApplicationShutdown } from '@nestjs/common';
+import { DynamicModule, Module } from '@nestjs/common';
 import { CacheModule } from '@app/cache';
 import { Config, ConfigModule } from '@app/config';
 import { HEALTH_INDICATORS, HealthController, HealthIndicator, Lifecycle } from '@app/health';
 import { JobRegistry } from '@app/jobs';
 import { type Logger, LoggingModule } from '@app/logging';
 import { MetricsModule } from '@app/metrics';
+import { OtelTracingModule } from '@app/otel';
 import { checkSchedules } from '@app/queue';
-import { closeRedis, createRedis, pingRedis, type RedisClient } from '@app/redis';
-import { type Tracing, TracingModule } from '@app/tracing';
+import { pingRedis, type RedisClient, RedisConnections, RedisModule } from '@app/redis';
+import { TracingModule } from '@app/tracing';
 import { JobPool } from './pool/job-pool';
 import { CancelListener } from './processor/cancel.listener';
-import { ConnectionMetrics } from './processor/connection.metrics';
 import { FanOut } from './processor/fan-out';
 import { JobNotifier } from './processor/job-notifier';
 import { JobProcessor } from './processor/job-processor';
@@ -23,19 +23,10 @@ function assert(ok: boolean, problem: string): void {
   if (!ok) throw new Error(problem);
 }
 
-/** Closes the worker's queue connection last, after the BullMQ worker has let go of it. */
-class WorkerRedisCloser implements OnApplicationShutdown {
-  constructor(@Inject(WORKER_REDIS) private readonly redis: RedisClient) {}
-
-  async onApplicationShutdown(): Promise<void> {
-    await closeRedis(this.redis);
-  }
-}
-
 /** The BullMQ consumer: takes jobs from Redis and runs them on the piscina pool. Serves probes and metrics. */
 @Module({})
 export class WorkerModule {
-  static forRoot(config: Config, logger: Logger, tracing?: Tracing): DynamicModule {
+  static forRoot(config: Config, logger: Logger): DynamicModule {
     // why here, not in a provider: a bad WORKER_QUEUES stops start-up with its message, before Nest starts.
     const registry = JobRegistry.forConfig(config);
     const queues = selectQueues(registry, config.workerQueues);
@@ -43,13 +34,25 @@ export class WorkerModule {
     checkSchedules(registry);
     return {
       module: WorkerModule,
-      imports: [ConfigModule.forRoot(config), LoggingModule.forRoot(logger), TracingModule.forRoot(tracing), CacheModule, MetricsModule],
+      // why RedisModule first: its connections then close after every other module's shutdown hook (see RedisModule).
+      imports: [
+        RedisModule,
+        ConfigModule.forRoot(config),
+        LoggingModule.forRoot(logger),
+        TracingModule,
+        OtelTracingModule.forRoot('worker'),
+        CacheModule,
+        MetricsModule,
+      ],
       controllers: [HealthController],
       providers: [
         { provide: JobRegistry, useValue: registry },
         { provide: WORKER_QUEUES, useValue: queues },
-        { provide: WORKER_REDIS, useFactory: () => createRedis(config.queueRedis, 'durable', 'nest-offload:worker') },
-        WorkerRedisCloser,
+        {
+          provide: WORKER_REDIS,
+          inject: [RedisConnections],
+          useFactory: (connections: RedisConnections) => connections.open('queue', config.queueRedis, 'durable', 'nest-offload:worker'),
+        },
         Lifecycle,
         JobPool,
         WorkerMetrics,
@@ -57,7 +60,6 @@ export class WorkerModule {
         JobNotifier,
         JobProcessor,
         CancelListener,
-        ConnectionMetrics,
         {
           provide: HEALTH_INDICATORS,
           inject: [WORKER_REDIS, JobPool, JobProcessor],

@@ -1,6 +1,6 @@
-import { Global, Inject, Module, OnApplicationShutdown } from '@nestjs/common';
+import { Global, Module } from '@nestjs/common';
 import { CONFIG, type Config } from '@app/config';
-import { closeRedis, createRedis, type RedisClient } from '@app/redis';
+import { type RedisClient, RedisConnections } from '@app/redis';
 import { ResultCache } from './result-cache';
 
 /** Injection token of the cache Redis connection (CACHE_REDIS_URL). */
@@ -11,8 +11,8 @@ export const CACHE_REDIS = Symbol('CACHE_REDIS');
   providers: [
     {
       provide: CACHE_REDIS,
-      inject: [CONFIG],
-      useFactory: (config: Config) => createRedis(config.cacheRedis, 'request', 'nest-offload:cache'),
+      inject: [CONFIG, RedisConnections],
+      useFactory: (config: Config, connections: RedisConnections) => connections.open('cache', config.cacheRedis, 'request', 'nest-offload:cache'),
     },
     {
       provide: ResultCache,
@@ -22,10 +22,4 @@ export const CACHE_REDIS = Symbol('CACHE_REDIS');
   ],
   exports: [CACHE_REDIS, ResultCache],
 })
-export class CacheModule implements OnApplicationShutdown {
-  constructor(@Inject(CACHE_REDIS) private readonly redis: RedisClient) {}
-
-  async onApplicationShutdown(): Promise<void> {
-    await closeRedis(this.redis);
-  }
-}
+export class CacheModule {}

@@ -1,5 +1,7 @@
 export { evictionPolicy, watchEvictionPolicy } from './eviction-check';
-export { closeRedis, createRedis, pingRedis } from './redis.factory';
+export { pingRedis } from './redis.factory';
+export { RedisConnections } from './redis.connections';
+export { RedisModule } from './redis.module';
 export { logRedisRefusals } from './refusal-log';
 export type { RedisClient, RedisRole } from './redis.factory';
 export { waitForReplicas } from './replicas';

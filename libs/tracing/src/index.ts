@@ -1,3 +1,3 @@
-export { SPAN_ATTRIBUTES, startTracing, TRACING } from './tracing';
-export type { FinishedSpan, SpanAttributeValue, Tracing, TracingLogger } from './tracing';
+export { SPAN_ATTRIBUTES, TRACING, TRACING_IMPLEMENTATION } from './tracing';
+export type { FinishedSpan, SpanAttributeValue, Tracing } from './tracing';
 export { TracingModule } from './tracing.module';

@@ -1,11 +1,19 @@
-import { DynamicModule, Global, Module } from '@nestjs/common';
-import { type Tracing, TRACING } from './tracing';
+import { Global, Module } from '@nestjs/common';
+import { type Tracing, TRACING, TRACING_IMPLEMENTATION } from './tracing';
 
-/** Provides TRACING: the process's Tracing, or null when tracing is off (see startTracing). */
+/**
+ * Provides TRACING to both apps: the Tracing the capability lends under TRACING_IMPLEMENTATION, or
+ * null when tracing is off or the capability is not imported.
+ */
 @Global()
-@Module({})
-export class TracingModule {
-  static forRoot(tracing: Tracing | undefined): DynamicModule {
-    return { module: TracingModule, providers: [{ provide: TRACING, useValue: tracing ?? null }], exports: [TRACING] };
-  }
-}
+@Module({
+  providers: [
+    {
+      provide: TRACING,
+      inject: [{ token: TRACING_IMPLEMENTATION, optional: true }],
+      useFactory: (tracing?: Tracing): Tracing | null => tracing ?? null,
+    },
+  ],
+  exports: [TRACING],
+})
+export class TracingModule {}

@@ -1,11 +1,15 @@
 import type { Telemetry } from 'bullmq';
 import type { FastifyInstance } from 'fastify';
-import type { Config } from '@app/config';
 
-export type TracingConfig = Config['otel'] & { endpoint: string };
-
-/** Injection token of the process's Tracing, or null when tracing is off. */
+/** Injection token of the process's Tracing, or null when tracing is off (TracingModule provides it). */
 export const TRACING = Symbol('TRACING');
+
+/**
+ * Injection token under which the tracing capability (libs/otel) lends its Tracing, when on. why a
+ * second token: TracingModule always provides TRACING, null without the capability, so deleting its
+ * folder leaves every injection of TRACING whole.
+ */
+export const TRACING_IMPLEMENTATION = Symbol('TRACING_IMPLEMENTATION');
 
 /** Span attributes this service adds (OpenTelemetry's own names where one exists). */
 export const SPAN_ATTRIBUTES = {
@@ -35,7 +39,10 @@ export interface FinishedSpan {
   error?: string;
 }
 
-/** What the apps ask of OpenTelemetry. Exists only when OTEL_EXPORTER_OTLP_ENDPOINT is set. */
+/**
+ * What the apps ask of tracing. The core owns this interface; the OpenTelemetry capability
+ * (libs/otel) implements it, and flushes its spans itself when the app closes.
+ */
 export interface Tracing {
   /** BullMQ's `telemetry` option (bullmq-otel): spans for add and process, the context in the job. */
   readonly telemetry: Telemetry;
@@ -50,23 +57,4 @@ export interface Tracing {
   traceparent(): string | undefined;
   /** Exports a span a pool thread finished. */
   exportSpan(span: FinishedSpan): void;
-  /** Flushes what is buffered, for at most `timeoutMs`. */
-  shutdown(timeoutMs?: number): Promise<void>;
-}
-
-/**
- * Tracing for `app`, or undefined when OTEL_EXPORTER_OTLP_ENDPOINT is not set. why a require here:
- * without an endpoint, no part of the OpenTelemetry SDK, its exporter or bullmq-otel is loaded, and
- * nothing on the request or job path changes.
- */
-export function startTracing(config: Config, app: 'api' | 'worker', logger: TracingLogger): Tracing | undefined {
-  const { endpoint } = config.otel;
-  if (endpoint === undefined) return undefined;
-  const { OtelTracing } = require('./otel-tracing') as typeof import('./otel-tracing');
-  return new OtelTracing({ ...config.otel, endpoint }, config.otel.serviceName ?? `nest-offload-${app}`, logger);
-}
-
-/** Where failed exports are reported (the app's pino logger). */
-export interface TracingLogger {
-  warn(fields: object, msg: string): void;
 }

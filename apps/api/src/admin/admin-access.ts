@@ -41,19 +41,22 @@ const wantsPage = (request: FastifyRequest) => request.method === 'GET' && /\bte
  * key (API_KEYS) or an admin key (ADMIN_API_KEYS) once API_KEYS is set; /admin/* takes admin keys
  * only, once either is set, and answers a client key 403. A key comes in `Authorization: Bearer` or
  * `x-api-key` (curl, a proxy that injects it), or a browser's session cookie stands for one (signing
- * in at /admin/login). A wrong key costs its address one of its tries (AuthFailures), as on /v1.
+ * in at /admin/login, offered when one of `pages`, the paths of the pages served, needs a key). A
+ * wrong key costs its address one of its tries (AuthFailures), as on /v1.
  * Must run before those routes are registered: it attaches itself to each one as it is added.
  */
-export function registerAdminAccess(fastify: FastifyInstance, config: Config, redis: RedisClient): void {
+export function registerAdminAccess(fastify: FastifyInstance, config: Config, redis: RedisClient, pages: readonly string[]): void {
   const docsGuarded = config.apiKeys.length > 0;
   const adminGuarded = docsGuarded || config.adminApiKeys.length > 0;
+  const guardedPath = (path: string) => (ADMIN_PATHS.test(path) ? adminGuarded : docsGuarded);
   const signIn: SignIn = {
     keys: new ApiKeys(roleKeys(config)),
     failures: new AuthFailures(redis, config.redisPrefix),
     proxies: new TrustedProxies(config.trustedProxies),
     sessions: new AdminSessions(redis, queueKeys(config.redisPrefix).adminSession, roleKeys(config)),
     cookie: sessionCookie(config.env),
-    defaultNext: config.apiDocs ? '/docs' : '/admin/queues',
+    // why a page outside /admin/ first: every key may open it.
+    pages: [...pages].sort((a, b) => Number(ADMIN_PATHS.test(a)) - Number(ADMIN_PATHS.test(b))),
   };
   const { keys, failures, proxies, sessions, cookie } = signIn;
 
@@ -128,5 +131,5 @@ export function registerAdminAccess(fastify: FastifyInstance, config: Config, re
     route.onRequest = [pageHeaders, ...(guarded ? [admin ? adminGuard : docsGuard] : []), ...hooks];
   });
   // Nothing to sign in to without keys, or without a page to show behind them.
-  if ((docsGuarded && config.apiDocs) || (adminGuarded && config.queueDashboard)) registerLogin(fastify, signIn);
+  if (pages.some(guardedPath)) registerLogin(fastify, signIn);
 }

@@ -8,8 +8,7 @@ import { type AdminSessions, cookieValue, type SessionCookie } from './admin-ses
 import { crossSite } from './cross-site';
 import { loginPage } from './login.page';
 
-/** Where a successful sign-in may send the browser back to. */
-const NEXT_PATHS = /^\/(docs|admin\/queues)([/?#][^\\\s]*)?$/;
+const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 /** What signing in and out needs (registerAdminAccess builds it). */
 export interface SignIn {
@@ -18,20 +17,22 @@ export interface SignIn {
   readonly proxies: TrustedProxies;
   readonly sessions: AdminSessions;
   readonly cookie: SessionCookie;
-  /** Where a sign-in goes without a (valid) `next`. */
-  readonly defaultNext: string;
+  /** The pages a sign-in may send the browser back to (`next`); without a valid `next`, the first. */
+  readonly pages: readonly string[];
 }
 
 /**
  * GET /admin/login (the form, or who is signed in), POST /admin/login (a key in, a session cookie
  * out) and POST /admin/logout (the session ended in Redis, for every replica, and the cookie cleared).
  */
-export function registerLogin(fastify: FastifyInstance, { keys, failures, proxies, sessions, cookie, defaultNext }: SignIn): void {
+export function registerLogin(fastify: FastifyInstance, { keys, failures, proxies, sessions, cookie, pages }: SignIn): void {
+  /** Where a successful sign-in may send the browser back to: a page, or a path, query or fragment under one. */
+  const nextPaths = new RegExp(`^(${pages.map(escapeRegExp).join('|')})([/?#][^\\\\\\s]*)?$`);
   void fastify.register(async (scope) => {
     scope.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: 4096 }, (_request, body, done) =>
       done(null, Object.fromEntries(new URLSearchParams(body as string))),
     );
-    const nextOf = (value: unknown) => (typeof value === 'string' && NEXT_PATHS.test(value) && !value.startsWith('//') ? value : defaultNext);
+    const nextOf = (value: unknown) => (typeof value === 'string' && nextPaths.test(value) && !value.startsWith('//') ? value : pages[0]);
     const page = (reply: FastifyReply, status: number, html: string) =>
       reply.status(status).type('text/html; charset=utf-8').header('cache-control', 'no-store').send(html);
     const problem = (error: unknown, request: FastifyRequest, reply: FastifyReply) => {

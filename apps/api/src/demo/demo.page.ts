@@ -62,11 +62,8 @@ export const DEMO_PAGE = `<!doctype html>
 Fire CPU jobs at each: this API hands them to the worker pool through BullMQ, so its ping stays flat;
 the baseline computes them in its request handler, so everything it serves waits.</p>
 <div class="controls">
-  <label>Work <select id="work">
-    <option value="pbkdf2">pbkdf2, fresh salt each time</option>
-    <option value="fibonacci">fibonacci(n) (the template caches it after one run)</option>
-  </select></label>
-  <label>Size <input id="size" type="number" min="1" value="300000" title="pbkdf2 iterations, or n for fibonacci"></label>
+  <label>Work <select id="work"><option value="">loading the job types…</option></select></label>
+  <label>Size <input id="size" type="number" min="1" value="1"></label>
   <label>Jobs per click <input id="count" type="number" min="1" max="64" value="8"></label>
   <span class="legend"><span><i class="ping"></i>ping latency</span><span><i class="p99"></i>event-loop delay p99</span><span><i class="max"></i>event-loop delay max</span></span>
 </div>

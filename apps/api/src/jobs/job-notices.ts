@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { Inject, Injectable, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, OnModuleInit } from '@nestjs/common';
 import { Cluster } from 'ioredis';
 import { CONFIG, type Config } from '@app/config';
 import { Lifecycle } from '@app/health';
 import { JobRegistry } from '@app/jobs';
 import { type JobNotice, type JobRecord, noticeChannel, NOTIFY, watchersKey } from '@app/queue';
-import { closeRedis, createRedis, type RedisClient } from '@app/redis';
+import { type RedisClient, RedisConnections } from '@app/redis';
 import { QUEUE_REDIS } from '../queues/queue.providers';
 
 /**
@@ -42,7 +42,7 @@ const WATCH_TTL_SECONDS = 24 * 3600;
  * has it back.
  */
 @Injectable()
-export class JobNotices implements OnModuleInit, OnApplicationShutdown {
+export class JobNotices implements OnModuleInit {
   /** This process's name in channel names. */
   readonly replicaId = randomUUID();
   private readonly listeners = new Map<string, Set<Listener>>();
@@ -55,15 +55,11 @@ export class JobNotices implements OnModuleInit, OnApplicationShutdown {
     @Inject(CONFIG) private readonly config: Config,
     @Inject(QUEUE_REDIS) private readonly redis: RedisClient,
     private readonly lifecycle: Lifecycle,
+    connections: RedisConnections,
   ) {
     this.channels = new Map(registry.queues().map((queue) => [queue, noticeChannel(config.redisPrefix, queue, this.replicaId)]));
     // why a connection of its own: a subscribed connection runs nothing else.
-    this.subscriber = createRedis(config.queueRedis, 'sharded-subscriber', 'nest-offload:api-notices');
-  }
-
-  /** The subscriber connection (for the connection metric and readiness). */
-  get connection(): RedisClient {
-    return this.subscriber;
+    this.subscriber = connections.open('events', config.queueRedis, 'sharded-subscriber', 'nest-offload:api-notices');
   }
 
   onModuleInit(): void {
@@ -88,10 +84,6 @@ export class JobNotices implements OnModuleInit, OnApplicationShutdown {
     // SSUBSCRIBE takes channels of one slot. Not awaited: with Redis down at start-up ioredis
     // subscribes once it connects.
     for (const channel of this.channels.values()) void this.subscriber.ssubscribe(channel).catch(() => undefined);
-  }
-
-  async onApplicationShutdown(): Promise<void> {
-    await closeRedis(this.subscriber);
   }
 
   /**

@@ -3,7 +3,6 @@ import { CacheModule } from '@app/cache';
 import { Lifecycle } from '@app/health';
 import { MetricsModule } from '@app/metrics';
 import { Backlog } from './backlog';
-import { ConnectionMetrics } from './connection.metrics';
 import { JobCancels } from './job-cancels';
 import { JobNotices } from './job-notices';
 import { JobOwners } from './job-owners';
@@ -38,7 +37,6 @@ import { SubmissionMetrics } from './submission.metrics';
     JobCancels,
     QueueMetrics,
     SubmissionMetrics,
-    ConnectionMetrics,
   ],
   exports: [Lifecycle, JobNotices, SubmitPipeline, SubmitHooks, JobStore, JobOwners, JobsService, JobReads, SubmissionMetrics],
 })

@@ -1,9 +1,9 @@
-import { Inject, Injectable, OnApplicationShutdown, Provider } from '@nestjs/common';
+import { OnApplicationShutdown, Provider } from '@nestjs/common';
 import { Queue } from 'bullmq';
 import { CONFIG, type Config } from '@app/config';
 import { JobRegistry } from '@app/jobs';
 import { JobData, queuePrefix } from '@app/queue';
-import { closeRedis, createRedis, type RedisClient } from '@app/redis';
+import { type RedisClient, RedisConnections } from '@app/redis';
 import { type Tracing, TRACING } from '@app/tracing';
 
 /** Injection token of the API's queue-Redis connection (fail-fast: see RedisRole). */
@@ -21,9 +21,10 @@ export type JobsQueue = Queue<JobData, unknown, string>;
 /**
  * The BullMQ queues the registered job types go to, by name. They share the API's request
  * connection (submissions the SUBMIT_REDIS one); each has its own key prefix and hash tag (see
- * queuePrefix).
+ * queuePrefix). Closed at shutdown, after the HTTP server has drained and before RedisConnections
+ * closes their connections.
  */
-export class JobQueues {
+export class JobQueues implements OnApplicationShutdown {
   private readonly byName = new Map<string, JobsQueue>();
   private readonly submitters = new Map<string, JobsQueue>();
 
@@ -81,7 +82,7 @@ export class JobQueues {
     return queues[found.findIndex((n) => n === 1)];
   }
 
-  async close(): Promise<void> {
+  async onApplicationShutdown(): Promise<void> {
     await Promise.allSettled([...new Set([...this.byName.values(), ...this.submitters.values()])].map((queue) => queue.close()));
   }
 }
@@ -89,14 +90,14 @@ export class JobQueues {
 export const queueProviders: Provider[] = [
   {
     provide: QUEUE_REDIS,
-    inject: [CONFIG],
-    useFactory: (config: Config) => createRedis(config.queueRedis, 'request', 'nest-offload:api'),
+    inject: [CONFIG, RedisConnections],
+    useFactory: (config: Config, connections: RedisConnections) => connections.open('queue', config.queueRedis, 'request', 'nest-offload:api'),
   },
   {
     provide: SUBMIT_REDIS,
-    inject: [CONFIG, QUEUE_REDIS],
-    useFactory: (config: Config, redis: RedisClient) =>
-      config.redisMinReplicasAck > 0 ? createRedis(config.queueRedis, 'request', 'nest-offload:api-submit') : redis,
+    inject: [CONFIG, RedisConnections, QUEUE_REDIS],
+    useFactory: (config: Config, connections: RedisConnections, redis: RedisClient) =>
+      config.redisMinReplicasAck > 0 ? connections.open('submit', config.queueRedis, 'request', 'nest-offload:api-submit') : redis,
   },
   {
     provide: JobQueues,
@@ -105,18 +106,3 @@ export const queueProviders: Provider[] = [
       new JobQueues(registry, redis, submitRedis, config, tracing),
   },
 ];
-
-/** Closes the queues and their connection after the HTTP server has drained (Nest's last shutdown hook). */
-@Injectable()
-export class QueueCloser implements OnApplicationShutdown {
-  constructor(
-    @Inject(QUEUE_REDIS) private readonly redis: RedisClient,
-    @Inject(SUBMIT_REDIS) private readonly submitRedis: RedisClient,
-    private readonly queues: JobQueues,
-  ) {}
-
-  async onApplicationShutdown(): Promise<void> {
-    await this.queues.close();
-    await Promise.all([...new Set([this.redis, this.submitRedis])].map(closeRedis));
-  }
-}

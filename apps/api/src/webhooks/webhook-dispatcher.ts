@@ -3,7 +3,7 @@ import { DelayedError, type Job, UnrecoverableError, Worker } from 'bullmq';
 import { CONFIG, type Config, type WebhookConfig } from '@app/config';
 import { type Logger, LOGGER } from '@app/logging';
 import { queuePrefix, WEBHOOK_QUEUE } from '@app/queue';
-import { closeRedis, createRedis, type RedisClient } from '@app/redis';
+import { RedisConnections } from '@app/redis';
 import { JobNotices } from '../jobs/job-notices';
 import { JobOwners } from '../jobs/job-owners';
 import { JobStore } from '../jobs/job-store';
@@ -62,7 +62,6 @@ interface Watch {
 @Injectable()
 export class WebhookDispatcher implements OnApplicationBootstrap, OnApplicationShutdown {
   private worker?: Worker<DeliveryData, void, string>;
-  private connection?: RedisClient;
   private queue?: DeliveryQueue;
   private sender?: WebhookSender;
   private policy?: CallbackUrlPolicy;
@@ -75,6 +74,7 @@ export class WebhookDispatcher implements OnApplicationBootstrap, OnApplicationS
     private readonly notices: JobNotices,
     private readonly queues: JobQueues,
     private readonly metrics: WebhookMetrics,
+    private readonly connections: RedisConnections,
     @Inject(CONFIG) private readonly config: Config,
     @Inject(LOGGER) logger: Logger,
   ) {
@@ -86,10 +86,10 @@ export class WebhookDispatcher implements OnApplicationBootstrap, OnApplicationS
     if (!webhooks) return;
     this.policy = new CallbackUrlPolicy(webhooks);
     this.sender = new WebhookSender(webhooks);
-    this.connection = createRedis(this.config.queueRedis, 'durable', 'nest-offload:api-webhooks');
-    this.queue = deliveryQueue(this.connection, this.config.redisPrefix);
+    const connection = this.connections.open('webhooks', this.config.queueRedis, 'durable', 'nest-offload:api-webhooks');
+    this.queue = deliveryQueue(connection, this.config.redisPrefix);
     this.worker = new Worker<DeliveryData, void, string>(WEBHOOK_QUEUE, (job, token) => this.deliver(job, token!), {
-      connection: this.connection,
+      connection,
       prefix: queuePrefix(this.config.redisPrefix, WEBHOOK_QUEUE),
       concurrency: CONCURRENCY,
       lockDuration: this.config.jobLockMs,
@@ -107,11 +107,11 @@ export class WebhookDispatcher implements OnApplicationBootstrap, OnApplicationS
 
   async onApplicationShutdown(): Promise<void> {
     // why close waits: deliveries in flight finish (each within WEBHOOK_TIMEOUT_MS); waiting ones stay in Redis.
+    // Their connection closes after this, with the others (RedisConnections).
     await this.worker?.close();
     for (const watch of this.watching.values()) watch.stop();
     this.sender?.close();
     await this.queue?.close();
-    if (this.connection) await closeRedis(this.connection);
   }
 
   private async deliver(job: DeliveryJob, token: string): Promise<void> {

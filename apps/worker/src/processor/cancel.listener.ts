@@ -1,8 +1,8 @@
-import { Inject, Injectable, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Injectable, OnApplicationBootstrap } from '@nestjs/common';
 import { CONFIG, type Config } from '@app/config';
 import { type Logger, LOGGER } from '@app/logging';
 import { queueKeys } from '@app/queue';
-import { closeRedis, createRedis, type RedisClient } from '@app/redis';
+import { type RedisClient, RedisConnections } from '@app/redis';
 import { JobProcessor } from './job-processor';
 
 /**
@@ -10,7 +10,7 @@ import { JobProcessor } from './job-processor';
  * on any replica, so every worker listens; the one holding it terminates its thread.
  */
 @Injectable()
-export class CancelListener implements OnApplicationBootstrap, OnApplicationShutdown {
+export class CancelListener implements OnApplicationBootstrap {
   private readonly subscriber: RedisClient;
   private readonly logger: Logger;
   private readonly channel: string;
@@ -19,15 +19,11 @@ export class CancelListener implements OnApplicationBootstrap, OnApplicationShut
     private readonly processor: JobProcessor,
     @Inject(LOGGER) logger: Logger,
     @Inject(CONFIG) config: Config,
+    connections: RedisConnections,
   ) {
     this.logger = logger.child({ context: CancelListener.name });
     this.channel = queueKeys(config.redisPrefix).cancelChannel;
-    this.subscriber = createRedis(config.queueRedis, 'blocking', 'nest-offload:worker-cancel');
-  }
-
-  /** The subscriber connection (for the connection metric). */
-  get connection(): RedisClient {
-    return this.subscriber;
+    this.subscriber = connections.open('cancel', config.queueRedis, 'blocking', 'nest-offload:worker-cancel');
   }
 
   async onApplicationBootstrap(): Promise<void> {
@@ -36,9 +32,5 @@ export class CancelListener implements OnApplicationBootstrap, OnApplicationShut
     });
     // why: not awaited: with Redis down at start-up ioredis subscribes once it connects.
     void this.subscriber.subscribe(this.channel).catch(() => undefined);
-  }
-
-  async onApplicationShutdown(): Promise<void> {
-    await closeRedis(this.subscriber);
   }
 }

@@ -29,7 +29,11 @@ import {
 import type { Telemetry } from 'bullmq';
 import { BullMQOtel } from 'bullmq-otel';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { type FinishedSpan, SPAN_ATTRIBUTES, type SpanAttributeValue, type Tracing, type TracingConfig, type TracingLogger } from './tracing';
+import type { Config } from '@app/config';
+import type { Logger } from '@app/logging';
+import { type FinishedSpan, SPAN_ATTRIBUTES, type SpanAttributeValue, type Tracing } from '@app/tracing';
+
+export type TracingConfig = Config['otel'] & { endpoint: string };
 
 const SPAN = Symbol('nest-offload.span');
 /** An unreachable collector fails every export: one warning per this long is enough. */
@@ -89,7 +93,7 @@ export class OtelTracing implements Tracing {
   private readonly tracer: Tracer;
   private readonly resource: Resource;
 
-  constructor({ endpoint, headers, sampleRatio }: TracingConfig, serviceName: string, logger: TracingLogger) {
+  constructor({ endpoint, headers, sampleRatio }: TracingConfig, serviceName: string, logger: Logger) {
     this.resource = resourceFromAttributes({ 'service.name': serviceName, 'service.instance.id': randomUUID() });
     const url = new URL('v1/traces', endpoint.endsWith('/') ? endpoint : `${endpoint}/`).href;
     this.processor = new BatchSpanProcessor({ exporter: new OTLPTraceExporter({ url, headers: { ...headers } }) });
@@ -200,6 +204,7 @@ export class OtelTracing implements Tracing {
     this.processor.onEnd(span);
   }
 
+  /** Flushes what is buffered, for at most `timeoutMs`. */
   async shutdown(timeoutMs = 2000): Promise<void> {
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([

@@ -6,13 +6,12 @@ import type { Config } from '@app/config';
 import type { JobRegistry } from '@app/jobs';
 import type { JobQueues } from '../queues/queue.providers';
 import { validateDashboardWrites } from './dashboard-writes';
-
-export const DASHBOARD_PATH = '/admin/queues';
+import { DASHBOARD_PATH } from './queue-dashboard.page';
 
 /**
  * Bull Board at /admin/queues: every queue the registered types use, with the types it carries.
  * Read-only unless QUEUE_DASHBOARD_READONLY=false (Bull Board refuses changes to a read-only queue
- * itself). Behind the API keys through registerAdminAccess, which must be registered first.
+ * itself). Behind the admin keys: the core guards the path before QueueDashboardPage calls this.
  */
 export function serveQueueDashboard(fastify: FastifyInstance, queues: JobQueues, registry: JobRegistry, config: Config): void {
   const readOnlyMode = config.queueDashboardReadOnly;

@@ -1,0 +1,1 @@
+export { OtelTracingModule } from './otel-tracing.module';
