@@ -1,3 +1,4 @@
+import { LuaScript } from '@app/redis';
 import { queuePrefix } from './queue.keys';
 
 /** The fields of a BullMQ job a view is made of (the API's JobView is built from them). */
@@ -55,7 +56,7 @@ export function watchersKey(prefix: string, queue: string, jobId: string): strin
  * channels its data names), once each; with ARGV[2] = '1' (final), deletes the watchers too. Returns
  * how many channels it published to.
  */
-export const NOTIFY = `
+export const NOTIFY = new LuaScript(`
 local channels = redis.call('SMEMBERS', KEYS[1])
 for i = 3, #ARGV do channels[#channels + 1] = ARGV[i] end
 local seen = {}
@@ -67,4 +68,4 @@ for _, channel in ipairs(channels) do
 end
 if ARGV[2] == '1' then redis.call('DEL', KEYS[1]) end
 return #channels
-`;
+`, 1);

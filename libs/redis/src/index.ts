@@ -1,4 +1,6 @@
+export { corkUntilNextTick } from './cork';
 export { evictionPolicy, watchEvictionPolicy } from './eviction-check';
+export { LuaScript } from './lua-script';
 export { pingRedis } from './redis.factory';
 export { RedisConnections } from './redis.connections';
 export { RedisModule } from './redis.module';

@@ -5,7 +5,7 @@ import { CONFIG, type Config } from '@app/config';
 import { Lifecycle } from '@app/health';
 import { JobRegistry } from '@app/jobs';
 import { type JobNotice, type JobRecord, noticeChannel, NOTIFY, watchersKey } from '@app/queue';
-import { type RedisClient, RedisConnections } from '@app/redis';
+import { LuaScript, type RedisClient, RedisConnections } from '@app/redis';
 import { QUEUE_REDIS } from '../queues/queue.providers';
 
 /**
@@ -21,8 +21,8 @@ type Listener = (event: JobEvent) => void;
  * Adds KEYS[1]'s channel ARGV[1] to a job's watchers, for ARGV[2] seconds (the worker deletes the
  * set when the job ends; the expiry covers a job that never does).
  */
-const WATCH = `redis.call('SADD', KEYS[1], ARGV[1])
-redis.call('EXPIRE', KEYS[1], ARGV[2])`;
+const WATCH = new LuaScript(`redis.call('SADD', KEYS[1], ARGV[1])
+redis.call('EXPIRE', KEYS[1], ARGV[2])`, 1);
 
 /** How long a watcher's registration outlives a job that never ends (lost, removed by hand). */
 const WATCH_TTL_SECONDS = 24 * 3600;
@@ -92,7 +92,7 @@ export class JobNotices implements OnModuleInit {
    * once Redis has it.
    */
   async register(queue: string, id: string, connection: RedisClient = this.redis): Promise<void> {
-    await connection.eval(WATCH, 1, watchersKey(this.config.redisPrefix, queue, id), this.channel(queue), WATCH_TTL_SECONDS);
+    await WATCH.run(connection, watchersKey(this.config.redisPrefix, queue, id), this.channel(queue), WATCH_TTL_SECONDS);
   }
 
   /**
@@ -100,7 +100,7 @@ export class JobNotices implements OnModuleInit {
    * worker (cancelled while queued, by this replica).
    */
   async settle(queue: string, id: string): Promise<void> {
-    await this.redis.eval(NOTIFY, 1, watchersKey(this.config.redisPrefix, queue, id), JSON.stringify({ id, settled: true } satisfies JobNotice), '1');
+    await NOTIFY.run(this.redis, watchersKey(this.config.redisPrefix, queue, id), JSON.stringify({ id, settled: true } satisfies JobNotice), '1');
   }
 
   /** Calls `listener` for every notice of job `id` until the returned function is called. */

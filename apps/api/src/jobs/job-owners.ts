@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { CONFIG, type Config } from '@app/config';
 import { queueKeys, SCHEDULED_JOB_ID } from '@app/queue';
-import type { RedisClient } from '@app/redis';
+import { LuaScript, type RedisClient } from '@app/redis';
 import { QUEUE_REDIS } from '../queues/queue.providers';
 
 /**
@@ -16,9 +16,9 @@ const OWNERS_IN_FLIGHT_SECONDS = 7 * 24 * 3600;
  * last, and stays, to cancel the job and read the cancelled view). Atomic, so of owners leaving at
  * once exactly one finds itself the last.
  */
-const WITHDRAW = `local n = redis.call('SCARD', KEYS[1])
+const WITHDRAW = new LuaScript(`local n = redis.call('SCARD', KEYS[1])
 if n > 1 and redis.call('SREM', KEYS[1], ARGV[1]) == 1 then return n - 1 end
-return 0`;
+return 0`, 1);
 
 /**
  * Who may see a job: every caller (API key) that submitted it or joined it, by single flight, a
@@ -64,7 +64,7 @@ export class JobOwners {
   /** Withdraws `scope`'s interest in job `id` unless it is the last owner; resolves with how many others remain. */
   async withdraw(id: string, scope: string): Promise<number> {
     if (!this.enabled || SCHEDULED_JOB_ID.test(id)) return 0;
-    return (await this.redis.eval(WITHDRAW, 1, this.keys.owners(id), scope)) as number;
+    return (await WITHDRAW.run(this.redis, this.keys.owners(id), scope)) as number;
   }
 
   /** Gives job `id`'s owners the lifetime of its cancelled view (a job cancelled while queued). */

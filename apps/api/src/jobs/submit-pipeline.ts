@@ -3,6 +3,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { type CachedResult, ResultCache } from '@app/cache';
 import { CONFIG, type Config } from '@app/config';
 import type { JobDefinition } from '@app/jobs';
+import { corkUntilNextTick } from '@app/redis';
 import { ApiError } from '../http/api-error';
 import type { ServerTiming } from '../http/server-timing';
 import { Backlog } from './backlog';
@@ -103,6 +104,8 @@ export class SubmitPipeline {
       watches.forEach((watch) => watch.close());
       throw error;
     };
+    // why: the watchers, the owners and the add leave in one write.
+    corkUntilNextTick(connection);
     const registered = options.wait ? adding.map(({ id }) => this.notices.register(def.queue, id, connection)) : [];
     options.adding?.();
     const newJobs = adding.map(({ i, id }) => newJob(jobs[i], id, options.submission, this.config.jobRetentionSeconds));

@@ -1,4 +1,4 @@
-import type { RedisClient } from '@app/redis';
+import { LuaScript, type RedisClient } from '@app/redis';
 
 /**
  * GCRA (a token bucket kept as one timestamp per client) in one atomic Lua call, on Redis time, so
@@ -6,7 +6,7 @@ import type { RedisClient } from '@app/redis';
  * its items) and returns {taken, waitMs}: how many it took, and when the next one would fit. Asked
  * for 0, it takes nothing and writes nothing: waitMs > 0 then means the budget is empty.
  */
-const GCRA = `
+const GCRA = new LuaScript(`
 local now_parts = redis.call('TIME')
 local now = tonumber(now_parts[1]) * 1000 + math.floor(tonumber(now_parts[2]) / 1000)
 local interval = tonumber(ARGV[1])
@@ -22,7 +22,7 @@ end
 local next_tat = tat + taken * interval
 redis.call('SET', KEYS[1], next_tat, 'PX', math.ceil(next_tat - now) + 1000)
 return {taken, math.max(0, math.ceil(next_tat - tolerance - now))}
-`;
+`, 1);
 
 export interface RateGrant {
   /** How many of the requests asked for fit in the budget now. */
@@ -59,6 +59,6 @@ export class RateLimiter {
   }
 
   private async run(client: string, wanted: number): Promise<[number, number]> {
-    return (await this.redis.eval(GCRA, 1, this.keyOf(client), this.intervalMs, this.toleranceMs, wanted)) as [number, number];
+    return (await GCRA.run(this.redis, this.keyOf(client), this.intervalMs, this.toleranceMs, wanted)) as [number, number];
   }
 }

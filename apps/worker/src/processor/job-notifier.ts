@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { CONFIG, type Config } from '@app/config';
 import { bullKey, type JobNotice, type JobRecord, NOTICE_RESULT_MAX, NOTIFY, queueKeys, watchersKey } from '@app/queue';
-import type { RedisClient } from '@app/redis';
+import { LuaScript, type RedisClient } from '@app/redis';
 import type { QueueJob } from './slot-worker';
 import { WORKER_REDIS } from './worker-redis';
 
@@ -10,14 +10,14 @@ import { WORKER_REDIS } from './worker-redis';
  * percent, the notice. Sets the job's progress as BullMQ's own updateProgress does (the field and a
  * `progress` event, for BullMQ tools), and tells the replicas that watch it, in one round trip.
  */
-const PROGRESS = `
+const PROGRESS = new LuaScript(`
 if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
 local maxEvents = redis.call('HGET', KEYS[3], 'opts.maxLenEvents') or 10000
 redis.call('HSET', KEYS[1], 'progress', ARGV[2])
 redis.call('XADD', KEYS[2], 'MAXLEN', '~', maxEvents, '*', 'event', 'progress', 'jobId', ARGV[1], 'data', ARGV[2])
 for _, channel in ipairs(redis.call('SMEMBERS', KEYS[4])) do redis.call('SPUBLISH', channel, ARGV[3]) end
 return 0
-`;
+`, 4);
 
 /**
  * KEYS: a fan-out parent's chunk-progress hash, its job hash, event stream, meta hash and watchers
@@ -27,7 +27,7 @@ return 0
  * several workers at once; two that each read, averaged, then wrote could write an older average
  * last, and the parent's progress went backwards (test/parallel-sum.e2e-spec.ts saw 0, 1, 0, 2, 1…).
  */
-const CHILD_PROGRESS = `
+const CHILD_PROGRESS = new LuaScript(`
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
 redis.call('EXPIRE', KEYS[1], ARGV[4])
 local total = 0
@@ -40,7 +40,7 @@ redis.call('XADD', KEYS[3], 'MAXLEN', '~', maxEvents, '*', 'event', 'progress', 
 local notice = cjson.encode({ id = ARGV[5], progress = average })
 for _, channel in ipairs(redis.call('SMEMBERS', KEYS[5])) do redis.call('SPUBLISH', channel, notice) end
 return average
-`;
+`, 5);
 
 /**
  * Tells the API replicas that wait on a job (its watchers, see the API's JobNotices) what it does:
@@ -65,7 +65,7 @@ export class JobNotifier {
   progress(job: QueueJob, percent: number): Promise<unknown> {
     const key = (structure: string) => bullKey(this.config.redisPrefix, job.queueName, structure);
     const notice: JobNotice = { id: job.id!, progress: percent };
-    return this.redis.eval(PROGRESS, 4, key(job.id!), key('events'), key('meta'), this.watchers(job.queueName, job.id!), job.id!, String(percent), JSON.stringify(notice));
+    return PROGRESS.run(this.redis, key(job.id!), key('events'), key('meta'), this.watchers(job.queueName, job.id!), job.id!, String(percent), JSON.stringify(notice));
   }
 
   /**
@@ -75,9 +75,8 @@ export class JobNotifier {
   childProgress(job: QueueJob, percent: number): Promise<unknown> {
     const { id, index, of } = job.data.parent!;
     const key = (structure: string) => bullKey(this.config.redisPrefix, job.queueName, structure);
-    return this.redis.eval(
-      CHILD_PROGRESS,
-      5,
+    return CHILD_PROGRESS.run(
+      this.redis,
       this.keys.fanOutProgress(job.queueName, id),
       key(id),
       key('events'),
@@ -116,7 +115,7 @@ export class JobNotifier {
   }
 
   private notify(queue: string, id: string, message: string, final: boolean): void {
-    void this.redis.eval(NOTIFY, 1, this.watchers(queue, id), message, final ? '1' : '0').catch(() => undefined);
+    void NOTIFY.run(this.redis, this.watchers(queue, id), message, final ? '1' : '0').catch(() => undefined);
   }
 
   private watchers(queue: string, id: string): string {

@@ -1,0 +1,50 @@
+import { Redis } from 'ioredis';
+import { corkUntilNextTick, LuaScript } from '@app/redis';
+import { RedisServer } from './support/redis';
+
+/** Redis' count of reads from its clients: one per batch of commands it took off a socket. */
+async function readsProcessed(admin: Redis): Promise<number> {
+  return Number(/total_reads_processed:(\d+)/.exec(await admin.info('stats'))![1]);
+}
+
+/** The two ways the hot paths save Redis work per job, on a server of the test's own (counts are its own). */
+describe('sending to Redis', () => {
+  let server: RedisServer;
+  let redis: Redis;
+  let admin: Redis;
+  beforeAll(async () => {
+    server = await RedisServer.start();
+    redis = new Redis(server.url);
+    admin = new Redis(server.url);
+    await Promise.all([redis.ping(), admin.ping()]);
+  });
+  afterAll(async () => {
+    await Promise.all([redis?.quit(), admin?.quit()]);
+    await server?.stop();
+  });
+
+  it('a Lua script goes by its SHA, and by its body again once Redis has forgotten it', async () => {
+    const script = new LuaScript(`return redis.call('INCRBY', KEYS[1], ARGV[1])`, 1);
+    await expect(script.run(redis, 'n', 2)).resolves.toBe(2);
+    await expect(script.run(redis, 'n', 3)).resolves.toBe(5);
+    const stats = async () => Number(/cmdstat_eval:calls=(\d+)/.exec(await admin.info('commandstats'))?.[1] ?? 0);
+    expect(await stats()).toBe(1);
+    await admin.script('FLUSH');
+    await expect(script.run(redis, 'n', 1)).resolves.toBe(6);
+    await expect(script.run(redis, 'n', 1)).resolves.toBe(7);
+    expect(await stats()).toBe(2);
+    // A script's own error is the caller's, not a reason to resend it.
+    await expect(new LuaScript(`return redis.error_reply('NOPE')`, 0).run(redis)).rejects.toThrow('NOPE');
+  });
+
+  it('commands sent in one tick after corkUntilNextTick reach Redis in one write, in order', async () => {
+    const before = await readsProcessed(admin);
+    corkUntilNextTick(redis);
+    const replies = Promise.all([redis.set('a', '1'), redis.append('a', '2'), redis.get('a')]);
+    await expect(replies).resolves.toEqual(['OK', 2, '12']);
+    // The cork's one read, and the INFO that counts it.
+    expect((await readsProcessed(admin)) - before).toBe(2);
+    // Once the tick has passed, the connection writes as it did.
+    await expect(redis.get('a')).resolves.toBe('12');
+  });
+});
