@@ -1,6 +1,7 @@
 import 'reflect-metadata';
 import { loadConfig } from '@app/config';
 import { JobRegistry } from '@app/jobs';
+import { TRACING } from '@app/tracing';
 import { createApi } from './api.app';
 
 let stop: ((signal: string) => Promise<void>) | undefined;
@@ -19,7 +20,7 @@ async function bootstrap(): Promise<void> {
   const types = app.get(JobRegistry).list().map((d) => `${d.name}@${d.version}`);
   const admins = config.adminApiKeys.length > 0 ? `, ${config.adminApiKeys.length} admin key(s)` : '';
   const auth = `${config.apiKeys.length > 0 ? `${config.apiKeys.length} API key(s)` : 'no authentication'}${admins}`;
-  const traces = config.otel.endpoint ? `; traces to ${config.otel.endpoint}` : '';
+  const traces = app.get(TRACING) ? `; traces to ${config.otel.endpoint}` : '';
   logger.log(`API listening on ${await app.getUrl()} (${auth}) with job types ${types.join(', ')}${traces}`, 'Bootstrap');
 }
 
