@@ -26,9 +26,11 @@ const at = (file) => existsSync(join(root, file));
 
 /** Where code may use a job type. */
 const SCANNED = ['apps', 'libs', 'test', 'bench', 'scripts', 'docker', 'deploy', '.ci'];
-// why: what the tools write (dist, bench/.build) follows the sources; bench/results is what the last
-// `npm run bench` printed, quoted by the docs, not code that runs a type.
-const SKIPPED = new Set(['node_modules', 'dist', '.git', 'bench/.build', 'bench/results', 'coverage']);
+// why: what the tools write (dist; bench/.build, the tests' bench/.build-*, patched builds in
+// bench/.dist-*) follows the sources; bench/results is what the last `npm run bench` printed, quoted
+// by the docs, not code that runs a type.
+const SKIPPED = new Set(['node_modules', 'dist', '.git', 'bench/results', 'coverage']);
+const GENERATED = /^bench\/\.(?:build|dist)/;
 // why a marker: a word such as 'sum' is also a PromQL function; a comment with this text on the line or
 // the one above says the string there is not the type.
 const NOT_A_TYPE = 'remove:job: not a job type';
@@ -42,12 +44,12 @@ function fail(message) {
 
 const escape = (text) => text.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
 
-/** Every file under `dir` (relative to the root), less what SKIPPED names. */
+/** Every file under `dir` (relative to the root), less what SKIPPED and GENERATED name. */
 function walk(dir) {
   if (!at(dir)) return [];
   return readdirSync(join(root, dir), { withFileTypes: true }).flatMap((entry) => {
     const path = dir ? `${dir}/${entry.name}` : entry.name;
-    if (SKIPPED.has(entry.name) || SKIPPED.has(path)) return [];
+    if (SKIPPED.has(entry.name) || SKIPPED.has(path) || GENERATED.test(path)) return [];
     return entry.isDirectory() ? walk(path) : entry.isFile() ? [path] : [];
   });
 }

@@ -10,7 +10,8 @@ import { RedisServer } from './support/redis';
 import { RedisProxy } from './support/redis-proxy';
 import { waitFor } from './support/wait';
 
-const sumOf = (n: number) => ((BigInt(n) * BigInt(n + 1)) / 2n).toString();
+/** What `echo` gives for `{ n }`: its input, with the default `choice`. */
+const echoed = (n: number) => ({ n, choice: 'a' });
 
 /** POST /v1/jobs/{type}/batch with `items`; `wait` sets Prefer: wait=N. */
 function postBatch(api: AppProcess, type: string, items: unknown[], options: { wait?: number; headers?: Record<string, string> } = {}): Promise<Reply> {
@@ -26,7 +27,7 @@ type Kind = 'fresh' | 'duplicate' | 'invalid' | 'cached' | 'in-flight';
 
 /** 1,000 items: fresh inputs, repeats of earlier ones, invalid ones, cached results and a job already queued. */
 function mixedBatch(cached: number[], inFlight: number): Array<{ kind: Kind; input: unknown; of?: number }> {
-  const invalid = [{ n: 0 }, { n: 'five' }, { n: 1.5 }, { m: 1 }, null, 'sum', [], { n: 1, extra: true }];
+  const invalid = [{ n: 0 }, { n: 'five' }, { n: 1.5 }, { m: 1 }, null, 'echo', [], { n: 1, extra: true }];
   return Array.from({ length: 1000 }, (_, i) => {
     if (i % 10 === 3) return { kind: 'invalid' as const, input: invalid[(i / 10) % invalid.length | 0] };
     if (i % 10 === 6) return { kind: 'duplicate' as const, input: { n: 3_000_000 + i - 5 }, of: i - 5 }; // i - 5 ends in 1: fresh
@@ -56,18 +57,18 @@ describe('batch submissions', () => {
     it('answers every item in order, with one add per distinct new job and a few other Redis commands', async () => {
       // Results in the cache: 10 inputs computed by a batch with Prefer: wait.
       const cached = Array.from({ length: 10 }, (_, i) => 1_000_000 + i);
-      const warm = await postBatch(api, 'sum', cached.map((n) => ({ n })), { wait: 20 });
+      const warm = await postBatch(api, 'echo', cached.map((n) => ({ n })), { wait: 20 });
       expect(warm.status).toBe(200);
       const cachedIds = new Map<number, string>(cached.map((n, i) => [n, warm.body.items[i].job.id]));
       // Without a worker, what is queued stays queued: a job in flight that the batch must join.
       await worker!.stop();
       worker = undefined;
-      const inFlight = await submit(api.url, 'sum', { n: 2_000_000 });
+      const inFlight = await submit(api.url, 'echo', { n: 2_000_000 });
       expect(inFlight.status).toBe(202);
 
       const items = mixedBatch(cached, 2_000_000);
       const monitor = await RedisMonitor.start(redis.url);
-      const res = await postBatch(api, 'sum', items.map((item) => item.input));
+      const res = await postBatch(api, 'echo', items.map((item) => item.input));
       const commands = await monitor.stop();
 
       expect(res.status).toBe(202);
@@ -85,7 +86,7 @@ describe('batch submissions', () => {
             expect({ ...at, status: entry.status, job: entry.job }).toMatchObject({
               ...at,
               status: 200,
-              job: { id: cachedIds.get((input as { n: number }).n), status: 'completed', cached: true, result: sumOf((input as { n: number }).n) },
+              job: { id: cachedIds.get((input as { n: number }).n), status: 'completed', cached: true, result: echoed((input as { n: number }).n) },
             });
             break;
           case 'in-flight':
@@ -121,7 +122,7 @@ describe('batch submissions', () => {
 
       // The same batch again joins the queued jobs and waits for all of them; a worker starts meanwhile.
       // why the pause first: so the batch has joined the jobs before any can finish and leave the queue.
-      const again = postBatch(api, 'sum', items.map((item) => item.input), { wait: 30 });
+      const again = postBatch(api, 'echo', items.map((item) => item.input), { wait: 30 });
       await new Promise((r) => setTimeout(r, 500));
       worker = await startApp('worker', env);
       const done = await again;
@@ -133,11 +134,11 @@ describe('batch submissions', () => {
           i,
           id: res.body.items[i].job.id,
           status: 'completed',
-          result: sumOf((input as { n: number }).n),
+          result: echoed((input as { n: number }).n),
         });
       });
       // Each distinct job ran once: what the first batch added, plus the job that was in flight.
-      expect(await worker.metric('nest_offload_jobs_finished_total', { type: 'sum', outcome: 'completed' })).toBe(ids.size + 1);
+      expect(await worker.metric('nest_offload_jobs_finished_total', { type: 'echo', outcome: 'completed' })).toBe(ids.size + 1);
     });
 
     it('refuses a malformed batch, too many items, an unknown type and an oversized body as a whole', async () => {
@@ -154,37 +155,38 @@ describe('batch submissions', () => {
       expect((await postBatch(api, 'nope', [{ n: 1 }])).status).toBe(404);
       // why the head alone: the API answers 413 to the Content-Length and closes; a client still
       // writing 6 MB then gets EPIPE instead of the answer (test/input/bad-input covers the body too).
-      const huge = await rawRequest(api.port, `POST /v1/jobs/sort/batch HTTP/1.1\r\nHost: api\r\nContent-Type: application/json\r\nContent-Length: ${6 * 1024 * 1024}\r\n\r\n`);
+      const huge = await rawRequest(api.port, `POST /v1/jobs/echo/batch HTTP/1.1\r\nHost: api\r\nContent-Type: application/json\r\nContent-Length: ${6 * 1024 * 1024}\r\n\r\n`);
       expect(huge.status).toBe(413);
     });
 
     it('gives a retry with the same Idempotency-Key the same jobs and the same problems', async () => {
       const items = [{ n: 7_000_001 }, { n: -1 }, { n: 7_000_002 }, { n: 7_000_001 }];
       const headers = { 'idempotency-key': '"batch-retry-1"' };
-      const first = await postBatch(api, 'sum', items, { headers });
-      const again = await postBatch(api, 'sum', items, { headers, wait: 10 });
+      const first = await postBatch(api, 'echo', items, { headers });
+      const again = await postBatch(api, 'echo', items, { headers, wait: 10 });
       expect(again.status).toBe(200);
       expect(again.body.items.map((e: any) => e.job?.id ?? e.problem.code)).toEqual(first.body.items.map((e: any) => e.job?.id ?? e.problem.code));
-      expect(again.body.items[0].job).toMatchObject({ status: 'completed', result: sumOf(7_000_001) });
-      const other = await postBatch(api, 'sum', [{ n: 7_000_003 }], { headers });
+      expect(again.body.items[0].job).toMatchObject({ status: 'completed', result: echoed(7_000_001) });
+      const other = await postBatch(api, 'echo', [{ n: 7_000_003 }], { headers });
       expect(other.status).toBe(422);
       expect(other.body.code).toBe('IDEMPOTENCY_KEY_CONFLICT');
     });
 
     it('takes over the Idempotency-Key of a batch whose replica died, adding under the ids it had planned', async () => {
-      const items = [{ n: 7_100_001 }, { n: 7_100_002 }, { n: 7_100_001 }];
+      // why `choice` given: each item is then its validated input, which the fingerprint is made of.
+      const items = [{ n: 7_100_001, choice: 'a' }, { n: 7_100_002, choice: 'a' }, { n: 7_100_001, choice: 'a' }];
       const planned = '2d3e4f5a-6b7c-4d8e-9f0a-1b2c3d4e5f6a';
       const client = new IORedis(redis.url);
       try {
         // The claim a replica leaves when it dies before recording its jobs, a minute old by Redis time.
         const [seconds] = await client.time();
-        const fp = requestFingerprint(['POST /v1/jobs/sum/batch', ...items.map((item) => canonicalJson(item))]);
+        const fp = requestFingerprint(['POST /v1/jobs/echo/batch', ...items.map((item) => canonicalJson(item))]);
         const record = { fp, planned, owner: 'a-dead-replica', at: (Number(seconds) - 60) * 1000 };
         await client.set(queueKeys(env.REDIS_PREFIX!).idempotency(recordDigest('anonymous', 'batch-died')), JSON.stringify(record), 'EX', 600);
       } finally {
         client.disconnect();
       }
-      const res = await postBatch(api, 'sum', items, { headers: { 'idempotency-key': 'batch-died' }, wait: 10 });
+      const res = await postBatch(api, 'echo', items, { headers: { 'idempotency-key': 'batch-died' }, wait: 10 });
       expect(res.status).toBe(200);
       expect(res.body.items.map((e: { job: { id: string } }) => e.job.id)).toEqual([childJobId(planned, 0), childJobId(planned, 1), childJobId(planned, 0)]);
     });
@@ -202,7 +204,7 @@ describe('batch submissions', () => {
           return now === settled || ((settled = now), false);
         }, { what: 'the API to stop talking to Redis after start-up', timeoutMs: 15_000 });
         const before = flights();
-        const res = await postBatch(viaProxy, 'sum', Array.from({ length: 1000 }, (_, i) => ({ n: 10_000 + i })));
+        const res = await postBatch(viaProxy, 'echo', Array.from({ length: 1000 }, (_, i) => ({ n: 10_000 + i })));
         const after = flights();
         expect(res.body.items.filter((e: { status: number }) => e.status === 202)).toHaveLength(1000);
         // Queue Redis: the backlog count, then all 1,000 adds in one flight. Cache: 1,000 GETs in one.

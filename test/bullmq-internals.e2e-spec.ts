@@ -260,8 +260,8 @@ describe(`BullMQ internals this service relies on (bullmq ${BULLMQ})`, () => {
   describe('job schedulers (job-store.ts, libs/queue/src/queue.keys.ts)', () => {
     it("names a scheduler's next job repeat:<scheduler>:<ms>, and queue.remove of it rejects with code -8", async () => {
       const q = queue('schedules');
-      const id = schedulerId('sum', 'nightly');
-      await q.upsertJobScheduler(id, { every: 3_600_000 }, { name: 'sum', data: DATA });
+      const id = schedulerId('fibonacci', 'nightly');
+      await q.upsertJobScheduler(id, { every: 3_600_000 }, { name: 'fibonacci', data: DATA });
       const scheduler = await q.getJobScheduler(id);
       const [next] = await q.getJobs(['delayed', 'waiting', 'prioritized']);
       assume(

@@ -4,17 +4,17 @@ import { JobsClient, ProblemError } from '@app/client';
 
 const jobs = new JobsClient({ baseUrl: 'http://nest-offload-api:3000', apiKey: process.env.JOBS_API_KEY });
 
-export async function toHtml(markdown: string): Promise<string> {
-  const view = await jobs.submitAndWait('markdown', { markdown }, { waitSeconds: 10 });
-  if (view.status === 'completed') return view.result.html; // typed by markdown's output schema
+export async function fibonacci(n: number): Promise<number> {
+  const view = await jobs.submitAndWait('fibonacci', { n }, { waitSeconds: 10 });
+  if (view.status === 'completed') return view.result; // typed by fibonacci's output schema
   throw new Error(view.status === 'failed' || view.status === 'cancelled' ? view.error.message : 'not done in 10 s');
 }
 
-export async function sumWithProgress(n: number): Promise<string> {
-  const job = await jobs.submit('sum', { n }); // { n: '10' } does not compile
+export async function fibonacciWithProgress(n: number): Promise<number> {
+  const job = await jobs.submit('fibonacci', { n }); // { n: '10' } does not compile
   for await (const event of jobs.events(job)) {
     if (event.event === 'progress') console.log(`${event.progress}%`);
-    else if (event.event === 'completed') return event.job.result; // a string, as sum declares
+    else if (event.event === 'completed') return event.job.result; // a number, as fibonacci declares
     else throw new Error(`${event.job.error.code}: ${event.job.error.message}`);
   }
   throw new Error('the stream ended early');

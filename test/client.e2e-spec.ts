@@ -85,17 +85,17 @@ describe('JobsClient', () => {
   });
 
   it('submits and waits, the result typed by the job type’s output', async () => {
-    const sum = await client.submitAndWait('sum', { n: 1000 }, { waitSeconds: 20 });
-    if (sum.status !== 'completed') throw new Error(`sum ended ${sum.status}`);
-    const total: string = sum.result;
-    expect(total).toBe('500500');
+    const fib = await client.submitAndWait('fibonacci', { n: 20 }, { waitSeconds: 20 });
+    if (fib.status !== 'completed') throw new Error(`fibonacci ended ${fib.status}`);
+    const value: number = fib.result;
+    expect(value).toBe(6765);
 
-    // `order` has a default, so the caller may leave it out.
-    const sorted = await client.submitAndWait('sort', { numbers: [3, 1, 2] });
-    expect(sorted.status === 'completed' && sorted.result.sorted).toEqual([1, 2, 3]);
-
-    const page = await client.submitAndWait('markdown', { markdown: '**hi** <b>there</b>' });
-    expect(page.status === 'completed' && page.result.html).toBe('<p><strong>hi</strong> &lt;b&gt;there&lt;/b&gt;</p>\n');
+    // `choice` has a default, so the caller may leave it out; the result, typed by echo's output, has it.
+    const echoed = await client.submitAndWait('echo', { numbers: [3, 1, 2] });
+    if (echoed.status !== 'completed') throw new Error(`echo ended ${echoed.status}`);
+    const choice: 'a' | 'b' | 'c' = echoed.result.choice;
+    expect(choice).toBe('a');
+    expect(echoed.result).toEqual({ numbers: [3, 1, 2], choice: 'a' });
   });
 
   it('cancels a long job', async () => {
@@ -137,14 +137,14 @@ describe('JobsClient', () => {
   it('lists the job types', async () => {
     const types = await client.jobTypes();
     const byType = Object.fromEntries(types.map((t) => [t.type, t]));
-    expect(byType.markdown).toMatchObject({ queue: 'default', version: 1 });
-    expect(byType.sum).toMatchObject({ queue: 'heavy' });
+    expect(byType.fibonacci).toMatchObject({ queue: 'default', version: 1 });
+    expect(byType.spin).toMatchObject({ queue: 'heavy' });
     for (const type of types) expect(Object.keys(type).sort()).toEqual([...TYPE_FIELDS].sort());
   });
 
   it('turns invalid input into a ProblemError naming the field; wrong input types do not compile', async () => {
-    // @ts-expect-error: sum's n is a number
-    const error = await problemOf(client.submit('sum', { n: 'ten' }));
+    // @ts-expect-error: fibonacci's n is a number
+    const error = await problemOf(client.submit('fibonacci', { n: 'ten' }));
     expect(error).toMatchObject({ status: 400, code: 'INVALID_INPUT', errors: [expect.objectContaining({ field: 'n' })] });
     expect(error.requestId).toMatch(/.+/);
   });

@@ -156,7 +156,7 @@ describe('docker/compose.yaml', () => {
       expect(env(s).WORKER_QUEUES).toBeDefined();
       return selectQueues(registry, config(s).workerQueues);
     });
-    expect(consumed.sort()).toEqual(registry.queues());
+    expect(consumed.sort()).toEqual(registry.workerQueues());
   });
 
   it('sizes each worker pool to its CPUs, with memory for every thread heap', () => {

@@ -36,7 +36,7 @@ const KILL_MARGIN_MS = 5_000;
 const ENDPOINT_PROPAGATION_SECONDS = 3;
 /** OTLP/HTTP, the only protocol the apps export traces with. */
 const OTLP_HTTP_PORT = 4318;
-const QUEUES = JobRegistry.forConfig({ chaosJobs: false }).queues();
+const QUEUES = JobRegistry.forConfig({ chaosJobs: false }).workerQueues();
 const accepted = readAcceptedEnv();
 
 const overlays = Object.fromEntries(

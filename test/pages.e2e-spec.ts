@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
+import { JobRegistry } from '@app/jobs';
 import { AppProcess, startAll, startApp, stackEnv } from './support/apps';
 import { launchBrowser } from './support/browser';
 import { request, submit } from './support/http';
@@ -12,6 +13,9 @@ const ADMIN_KEY = randomBytes(32).toString('base64url');
 const SCREENSHOTS = process.env.UPDATE_SCREENSHOTS === '1' ? join(__dirname, '..', 'docs', 'images') : undefined;
 /** Bull Board's page links a Google Fonts stylesheet; the page policy blocks it (no third parties). */
 const EXPECTED_BLOCKS = /fonts\.googleapis\.com/;
+/** What the apps serve here (CHAOS_JOBS=false): the types and queues of a production deployment. */
+const registry = JobRegistry.forConfig({ chaosJobs: false });
+const QUEUES = registry.queues();
 
 /**
  * The pages people open, in headless Chromium, behind the keys: sign in with an admin key, then the
@@ -76,21 +80,22 @@ describe('docs and dashboard pages', () => {
 
   it('shows every queue on the dashboard, read-only', async () => {
     for (let n = 20; n < 26; n++) await submit(api.url, 'fibonacci', { n }, { wait: 10, headers: { 'x-api-key': KEY } });
-    await submit(api.url, 'sum', { n: 1_000_000 }, { wait: 10, headers: { 'x-api-key': KEY } });
+    // A job in every other queue: the first example of its first type.
+    for (const queue of QUEUES.filter((q) => q !== 'default')) {
+      const def = registry.list().find((d) => d.queue === queue)!;
+      await submit(api.url, def.name, def.examples[0], { wait: 10, headers: { 'x-api-key': KEY } });
+    }
     await page.goto(`${api.url}/admin/queues`);
-    for (const queue of ['default', 'heavy']) await page.getByText(queue, { exact: true }).first().waitFor({ timeout: 20_000 });
+    for (const queue of QUEUES) await page.getByText(queue, { exact: true }).first().waitFor({ timeout: 20_000 });
     // The overview: one card per queue, with its job count.
-    await page.getByText(/^\d+ Jobs?$/).nth(1).waitFor({ timeout: 20_000 });
+    await page.getByText(/^\d+ Jobs?$/).nth(QUEUES.length - 1).waitFor({ timeout: 20_000 });
     // One queue's jobs, with their data and results.
     await page.getByText('default', { exact: true }).first().click();
     await page.getByText('fibonacci', { exact: true }).first().waitFor({ timeout: 20_000 });
     if (SCREENSHOTS) await page.screenshot({ path: join(SCREENSHOTS, 'dashboard.png') });
     // The page's own calls ride on the sign-in cookie.
     const { queues } = (await (await page.request.get(`${api.url}/admin/queues/api/queues`)).json()) as { queues: Array<{ name: string; readOnlyMode: boolean }> };
-    expect(queues.map((q) => [q.name, q.readOnlyMode])).toEqual([
-      ['default', true],
-      ['heavy', true],
-    ]);
+    expect(queues.map((q) => [q.name, q.readOnlyMode])).toEqual(QUEUES.map((queue) => [queue, true]));
     expect(pageErrors).toEqual([]);
   });
 });

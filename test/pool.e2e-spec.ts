@@ -30,15 +30,15 @@ describe('JobPool', () => {
 
   it('runs tens of thousands of jobs in a 16 MB thread heap without running out of memory', async () => {
     // A MessagePort per job (the first design) was kept alive inside the thread: ~20k jobs exhausted it.
-    for (let i = 1; i <= 30_000; i++) await run(pool, 'sum', `{"n":${(i % 100) + 1}}`);
-    expect(await run(pool, 'sum', '{"n":10}')).toBe('55');
+    for (let i = 1; i <= 30_000; i++) await run(pool, 'fibonacci', `{"n":${i % 20}}`);
+    expect(await run(pool, 'fibonacci', '{"n":10}')).toBe(55);
   }, 120_000);
 
   it('names the content key of the input as the thread validated it, whatever the caller says it is', async () => {
-    const { key } = await pool.run('sum', 1, '{"n":10}', { attempt: 1, signal: new AbortController().signal, onProgress: () => undefined });
+    const { key } = await pool.run('fibonacci', 1, '{"n":10}', { attempt: 1, signal: new AbortController().signal, onProgress: () => undefined });
     const { contentKey } = require(join(__dirname, '..', 'dist', 'libs', 'jobs', 'src', 'content-key')) as typeof import('../libs/jobs/src/content-key');
-    expect(key).toBe(contentKey({ name: 'sum', version: 1 }, '{"n":10}'));
-    const scoped = await pool.run('pbkdf2', 1, '{"iterations":1,"password":"p","salt":"s"}', { attempt: 1, scope: 'key:alice', signal: new AbortController().signal, onProgress: () => undefined });
-    expect(scoped.key).toBe(contentKey({ name: 'pbkdf2', version: 1, share: 'caller' }, '{"digest":"sha512","iterations":1,"keylen":64,"password":"p","salt":"s"}', 'key:alice'));
+    expect(key).toBe(contentKey({ name: 'fibonacci', version: 1 }, '{"n":10}'));
+    const scoped = await pool.run('private-echo', 1, '{"text":"p","n":1}', { attempt: 1, scope: 'key:alice', signal: new AbortController().signal, onProgress: () => undefined });
+    expect(scoped.key).toBe(contentKey({ name: 'private-echo', version: 1, share: 'caller' }, '{"choice":"a","n":1,"text":"p"}', 'key:alice'));
   });
 });

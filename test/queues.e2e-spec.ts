@@ -18,10 +18,10 @@ async function p50OfDefaultJobs(api: string, tag: string, count: number): Promis
   return ms[Math.floor(ms.length / 2)];
 }
 
-/** Floods the heavy queue with `count` sum jobs of about a second each (distinct inputs). */
+/** Floods the heavy queue with `count` spin jobs of a second each (distinct inputs). */
 async function floodHeavy(api: string, count: number, seed: number): Promise<void> {
   for (let i = 0; i < count; i++) {
-    const { status } = await submit(api, 'sum', { n: 2_000_000_000 + seed * 1000 + i });
+    const { status } = await submit(api, 'spin', { ms: 1000, tag: `flood-${seed}-${i}` });
     expect(status).toBe(202);
   }
 }
@@ -47,8 +47,9 @@ describe('queues and routing', () => {
     const api = await start('api', stackEnv('queues-list'));
     const { body } = await request<Array<{ type: string; queue: string; priority: number | null; runsVersions: number[] }>>(`${api.url}/v1/job-types`);
     const byType = Object.fromEntries(body.map((t) => [t.type, t]));
-    expect(byType.sum).toMatchObject({ queue: 'heavy', priority: null, runsVersions: [1] });
-    expect(byType['parallel-sum']).toMatchObject({ queue: 'heavy' });
+    expect(byType.spin).toMatchObject({ queue: 'heavy', priority: null, runsVersions: [1] });
+    // A fan-out goes to its child type's queue.
+    expect(byType['fan-out']).toMatchObject({ queue: 'heavy' });
     expect(byType.fibonacci).toMatchObject({ queue: 'default', priority: null });
     expect(byType.chaos).toMatchObject({ queue: 'default', priority: 100 });
   });
@@ -57,7 +58,7 @@ describe('queues and routing', () => {
     const worker = await startApp('worker', stackEnv('queues-typo', { WORKER_QUEUES: 'default,hevy' }), { waitFor: 'none' });
     procs.push(worker);
     expect(await worker.exited).toBe(1);
-    expect(worker.stderr.join('')).toMatch(/WORKER_QUEUES: no job type uses queue "hevy" \(the queues are: default, heavy\)/);
+    expect(worker.stderr.join('')).toMatch(/WORKER_QUEUES: there is no queue "hevy" \(the queues are: default, heavy\)/);
   });
 
   it('keeps default-queue jobs fast while the heavy queue is flooded, on workers of their own', async () => {
@@ -97,7 +98,7 @@ describe('queues and routing', () => {
     try {
       await Promise.all([
         submit(api.url, 'chaos', { mode: 'spin', ms: 1200, tag: 'slots-a' }),
-        submit(api.url, 'sum', { n: 2_100_000_000 }),
+        submit(api.url, 'spin', { ms: 2000, tag: 'slots-heavy' }),
         submit(api.url, 'chaos', { mode: 'spin', ms: 1200, tag: 'slots-b' }),
       ]);
       let most = 0;

@@ -15,11 +15,12 @@ function ok(result: SpawnSyncReturns<string>): string {
 
 /**
  * The template's own scripts on a clean copy of the repository, as a team starts a service from it:
- * `npm run rename`, then `npm run new:job` and `npm run remove:job`; then the copy builds, type-checks,
- * passes its unit, README, docs and deploy specs, and its apps run the new type under the new name.
- * why one copy for the three scripts: a build and a type check take 10-40 s each here. The rename
- * changes names, the generator adds files and lines, the remover takes some away; none can repair
- * what another breaks, so a failure of any still fails the build or a spec below.
+ * `npm run rename`, then `npm run new:job` and `npm run remove:job`, down to removing every example
+ * but fibonacci with the README's command; then the copy builds, passes `npm run lint`, its unit,
+ * README, docs and deploy specs and the core jobs end-to-end test, and its apps run the new type
+ * under the new name. why one copy for the three scripts: a build and a type check take 10-40 s each
+ * here. The rename changes names, the generator adds files and lines, the remover takes some away;
+ * none can repair what another breaks, so a failure of any still fails the build or a spec below.
  */
 describe('starting a service from the template, on a clean copy', () => {
   const from = (JSON.parse(readFileSync(join(__dirname, '..', 'package.json'), 'utf8')) as { name: string }).name;
@@ -43,6 +44,8 @@ describe('starting a service from the template, on a clean copy', () => {
 
   /** The copy as it was before new:job added `reserved`, which remove:job must give back. */
   let beforeNew: Map<string, string> | undefined;
+  /** The examples the README's "Make it yours" removes, read from it (so this file names none). */
+  let examples: string[] = [];
   const script = (file: string, ...args: string[]) => copy.exec(process.execPath, [`scripts/${file}`, ...args], { timeoutMs: 30_000 });
   /** Every file git knows in the copy, by content hash: a refused command must leave it as it was. */
   const snapshot = () => new Map(copy.files().map((file) => [file, createHash('sha256').update(copy.read(file)).digest('hex')]));
@@ -176,7 +179,18 @@ describe('starting a service from the template, on a clean copy', () => {
     expect(snapshot()).toEqual(beforeNew);
   });
 
-  it('builds, type-checks, and passes its unit tests and the README, docs and deploy specs with no other edit', () => {
+  it('removes every example but fibonacci with the README\'s command: no other code needs them', () => {
+    const command = /^npm run remove:job -- ([a-z0-9 -]+?) +# every example but fibonacci$/m.exec(copy.read('README.md'));
+    examples = command?.[1].split(' ') ?? [];
+    expect(examples.length).toBeGreaterThan(0);
+    const output = ok(copy.exec('npm', ['run', '--silent', 'remove:job', '--', ...examples]));
+    expect(output).toMatch(`remove:job: removed job types ${examples.map((name) => `"${name}"`).join(', ')}:\n`);
+    for (const name of examples) expect([name, copy.exists(`libs/jobs/src/${name}.job.ts`)]).toEqual([name, false]);
+    // Every shipped type left is fibonacci or the one new:job added.
+    expect(copy.read('libs/jobs/src/registry.ts')).toMatch(/^export const coreJobs = \[fibonacci, collatzRecord\] as const;$/m);
+  });
+
+  it('builds, passes npm run lint, its unit tests, the README, docs and deploy specs and the jobs end-to-end test with no other edit', () => {
     const took: string[] = [];
     const timed = (what: string, result: () => SpawnSyncReturns<string>) => {
       const started = Date.now();
@@ -187,18 +201,17 @@ describe('starting a service from the template, on a clean copy', () => {
     };
     timed('npm run build', () => copy.exec('npm', ['run', 'build'], { timeoutMs: 240_000 }));
     timed('npm run lint', () => copy.exec('npm', ['run', 'lint'], { timeoutMs: 240_000 }));
-    const jest = timed('unit, README, docs and deploy specs', () =>
+    const jest = timed('unit, README, docs, deploy and jobs specs', () =>
       copy.exec(
         process.execPath,
-        ['node_modules/jest/bin/jest.js', '--ci', '/(apps|libs)/.*\\.spec\\.ts$', '/test/(readme|docs-links|deploy)\\.e2e-spec\\.ts$'],
+        ['node_modules/jest/bin/jest.js', '--ci', '/(apps|libs)/.*\\.spec\\.ts$', '/test/(readme|docs-links|deploy|jobs)\\.e2e-spec\\.ts$'],
         { env: { REDIS_URL: env.REDIS_URL }, timeoutMs: 240_000 },
       ),
     );
-    console.log(`[template] after rename and new:job, in the copy: ${took.join(', ')}`);
+    console.log(`[template] after rename, new:job and remove:job, in the copy: ${took.join(', ')}`);
     expect(jest.stderr).toMatch(/PASS unit libs\/jobs\/src\/collatz-record\.job\.spec\.ts/);
-    expect(jest.stderr).toMatch(/PASS e2e test\/readme\.e2e-spec\.ts/);
-    expect(jest.stderr).toMatch(/PASS e2e test\/docs-links\.e2e-spec\.ts/);
-    expect(jest.stderr).toMatch(/PASS e2e test\/deploy\.e2e-spec\.ts/);
+    expect(jest.stderr).toMatch(/PASS unit libs\/jobs\/src\/fibonacci\.job\.spec\.ts/);
+    for (const spec of ['readme', 'docs-links', 'deploy', 'jobs']) expect(jest.stderr).toMatch(`PASS e2e test/${spec}.e2e-spec.ts`);
   }, 600_000);
 
   it('runs the new type end to end, under the new name', async () => {
@@ -206,6 +219,7 @@ describe('starting a service from the template, on a clean copy', () => {
     procs.push(api, worker);
 
     const { body: types } = await request<Array<{ type: string; queue: string; inputSchema: unknown }>>(`${api.url}/v1/job-types`);
+    for (const name of examples) expect(types.map((t) => t.type)).not.toContain(name);
     expect(types.find((t) => t.type === type)).toMatchObject({
       queue: 'default',
       inputSchema: { type: 'object', properties: { below: { type: 'integer', minimum: 2, maximum: 10_000_000 } }, required: ['below'] },

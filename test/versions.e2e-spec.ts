@@ -9,8 +9,8 @@ const fib = (n: number): number => (n < 2 ? n : fib(n - 1) + fib(n - 2));
 /**
  * A version bump during a rolling update: jobs queued for version 1 while no worker runs, then a
  * worker of the next release takes over. It runs every job whose version it still knows, with that
- * version's code (fibonacci keeps its v1 code; sort's v2 accepts v1 jobs); only a version it never
- * knew (pbkdf2 v1, dropped) fails with JOB_REJECTED. Results are cached under their own version.
+ * version's code (fibonacci keeps its v1 code; echo's v2 accepts v1 jobs); only a version it never
+ * knew (chaos v1, dropped) fails with JOB_REJECTED. Results are cached under their own version.
  */
 describe('version bumps', () => {
   const env = stackEnv('versions', { WORKER_THREADS: '2' });
@@ -19,8 +19,8 @@ describe('version bumps', () => {
   const redis = new IORedis(env.REDIS_URL!);
 
   beforeAll(() => {
-    // Release 2: fibonacci v2 returns an object and keeps v1's code; sort v2 accepts v1 jobs as they
-    // are; pbkdf2 v2 drops v1.
+    // Release 2: fibonacci v2 returns an object and keeps v1's code; echo v2 accepts v1 jobs as they
+    // are; chaos v2 drops v1.
     copy.edit('libs/jobs/src/fibonacci.job.ts', "import { defineJob } from './define-job';", "import { defineJob, previousVersion } from './define-job';");
     copy.edit('libs/jobs/src/fibonacci.job.ts', 'version: 1,', 'version: 2,');
     copy.edit('libs/jobs/src/fibonacci.job.ts', 'output: z.number().int(),', 'output: z.object({ value: z.number().int(), version: z.literal(2) }),');
@@ -29,8 +29,8 @@ describe('version bumps', () => {
       'run: ({ n }) => fib(n),',
       'previousVersions: [previousVersion({ version: 1, input: z.strictObject({ n: z.int().min(0).max(50) }), run: ({ n }) => fib(n) })],\n  run: ({ n }) => ({ value: fib(n), version: 2 as const }),',
     );
-    copy.edit('libs/jobs/src/sort.job.ts', 'version: 1,', 'version: 2,\n  previousVersions: [{ version: 1 }],');
-    copy.edit('libs/jobs/src/pbkdf2.job.ts', 'version: 1,', 'version: 2,');
+    copy.edit('libs/jobs/src/echo.job.ts', 'version: 1,', 'version: 2,\n  previousVersions: [{ version: 1 }],');
+    copy.edit('libs/jobs/src/chaos.job.ts', 'version: 1,', 'version: 2,');
     copy.build();
   }, 180_000);
 
@@ -44,15 +44,15 @@ describe('version bumps', () => {
     const oldApi = await startApp('api', env);
     procs.push(oldApi);
     const fibs = await Promise.all(Array.from({ length: 20 }, (_, i) => submit(oldApi.url, 'fibonacci', { n: 10 + i })));
-    const sorts = await Promise.all(Array.from({ length: 10 }, (_, i) => submit(oldApi.url, 'sort', { numbers: [i, 3, -1, 2] })));
-    const hashes = await Promise.all([1, 2, 3].map((i) => submit(oldApi.url, 'pbkdf2', { password: 'pw', salt: `salt-${i}`, iterations: 1000 })));
-    const accepted = [...fibs, ...sorts, ...hashes];
+    const echoes = await Promise.all(Array.from({ length: 10 }, (_, i) => submit(oldApi.url, 'echo', { numbers: [i, 3, -1, 2] })));
+    const drills = await Promise.all([1, 2, 3].map((i) => submit(oldApi.url, 'chaos', { mode: 'ok', tag: `v1-${i}` })));
+    const accepted = [...fibs, ...echoes, ...drills];
     expect(accepted.every((r) => r.status === 202)).toBe(true);
 
     // The next release's worker takes over the queue.
     const newWorker = await startApp('worker', env, { root: copy.root });
     procs.push(newWorker);
-    expect(newWorker.logs.some((l) => /fibonacci@2\+1/.test(l.msg) && /sort@2\+1/.test(l.msg) && /pbkdf2@2,/.test(l.msg))).toBe(true);
+    expect(newWorker.logs.some((l) => /\bfibonacci@2\+1\b/.test(l.msg) && / echo@2\+1\b/.test(l.msg) && /\bchaos@2(?![+\d])/.test(l.msg))).toBe(true);
 
     const views = await waitFor(
       async () => {
@@ -62,20 +62,21 @@ describe('version bumps', () => {
       { timeoutMs: 30_000, what: 'every accepted job to finish' },
     );
     const fibViews = views.slice(0, 20);
-    const sortViews = views.slice(20, 30);
-    const hashViews = views.slice(30);
-    const known = [...fibViews, ...sortViews];
+    const echoViews = views.slice(20, 30);
+    const drillViews = views.slice(30);
+    const known = [...fibViews, ...echoViews];
     console.log(
       `[ledger] version bump, v1 jobs of types the v2 worker still runs: ${known.length} accepted, ` +
         `${known.filter((v) => v.status === 'completed').length} completed, ${known.filter((v) => v.error?.code === 'JOB_REJECTED').length} JOB_REJECTED, 0 lost; ` +
-        `control (pbkdf2 v1, dropped by v2): ${hashViews.filter((v) => v.error?.code === 'JOB_REJECTED').length}/${hashViews.length} JOB_REJECTED`,
+        `control (chaos v1, dropped by v2): ${drillViews.filter((v) => v.error?.code === 'JOB_REJECTED').length}/${drillViews.length} JOB_REJECTED`,
     );
     expect(known.every((v) => v.status === 'completed')).toBe(true);
     // fibonacci v1 jobs ran v1's code (a number, not v2's object).
     expect(fibViews.map((v) => v.result)).toEqual(fibViews.map((_, i) => fib(10 + i)));
-    expect(sortViews.every((v) => v.status === 'completed' && v.result.sorted[0] === -1)).toBe(true);
-    expect(hashViews.map((v) => v.error?.code)).toEqual(['JOB_REJECTED', 'JOB_REJECTED', 'JOB_REJECTED']);
-    expect(hashViews[0].error.message).toMatch(/job is for pbkdf2 v1; this worker runs v2/);
+    // echo v1 jobs ran v2's code, which takes them as they are.
+    expect(echoViews.map((v) => v.result)).toEqual(echoViews.map((_, i) => ({ numbers: [i, 3, -1, 2], choice: 'a' })));
+    expect(drillViews.map((v) => v.error?.code)).toEqual(['JOB_REJECTED', 'JOB_REJECTED', 'JOB_REJECTED']);
+    expect(drillViews[0].error.message).toMatch(/job is for chaos v1; this worker runs v2/);
   });
 
   it('caches each result under its own version: the new release does not serve v1 results', async () => {

@@ -1,9 +1,10 @@
 import { BadRequestException, NotFoundException } from '@nestjs/common';
 import type { Job } from 'bullmq';
 import { allJobs, JobDefinition, JobRegistry } from '../../libs/jobs/src';
+import { benchJobs } from '../support/bench-jobs';
 
-/** The job types the baselines serve: the template's own declarations, so the work is identical. */
-export const baselineJobs = new JobRegistry(allJobs);
+/** The job types the baselines serve: the template's declarations and the bench's (as the bench's template apps have them), so the work is identical. */
+export const baselineJobs = new JobRegistry([...allJobs, ...Object.values(benchJobs)]);
 
 /** What the baselines answer for a job: the fields of the template's view the bench reads. */
 export interface BaselineView {

@@ -28,8 +28,8 @@ export class PeerJobsController {
     @Headers('prefer') prefer: string | undefined,
     @Res({ passthrough: true }) reply: FastifyReply,
   ): Promise<BaselineView> {
-    // why: the template's zod schema stands in for the DTO + ValidationPipe a boilerplate has (and it
-    // applies pbkdf2's defaults, so the worker gets the input the template's `run` gets).
+    // why: the type's zod schema stands in for the DTO + ValidationPipe a boilerplate has (and it
+    // applies its defaults, so the worker gets the input the template's `run` gets).
     const { def, input } = validated(type, body);
     const job = await this.queue.add(def.name, input, { removeOnComplete: { age: 3600 }, removeOnFail: { age: 3600 } });
     const waitS = parsePreferWait(prefer, MAX_WAIT_S);

@@ -5,8 +5,9 @@ import { noProgress } from './no-progress';
 import { PEER_QUEUE, peerEnv } from './peer.queue';
 
 /**
- * The peer's consumer: an @nestjs/bullmq processor calling the template's own job `run` (libs/jobs,
- * e.g. sum and pbkdf2) on the worker process's event loop, `CONCURRENCY` jobs at a time.
+ * The peer's consumer: an @nestjs/bullmq processor calling the same job `run` as the template (the
+ * bench's bench-sum and bench-pbkdf2, or a type of libs/jobs) on the worker process's event loop,
+ * `CONCURRENCY` jobs at a time.
  * why the decorator reads the env: @nestjs/bullmq takes worker options from it, before any DI.
  */
 @Processor(PEER_QUEUE, { concurrency: peerEnv().concurrency })

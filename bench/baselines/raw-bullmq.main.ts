@@ -1,17 +1,17 @@
 import { createServer } from 'node:http';
 import { Worker } from 'bullmq';
 import IORedis from 'ioredis';
-import { sum } from '../../libs/jobs/src/sum.job';
+import { benchJobs } from '../support/bench-jobs';
 import { RAW_QUEUE } from './baseline.tokens';
 import { noProgress } from './no-progress';
 
 /**
- * Raw BullMQ's consumer: a plain Worker whose processor runs the same trivial job (`sum`) inline, with
+ * Raw BullMQ's consumer: a plain Worker whose processor runs the same trivial job (bench-sum) inline, with
  * the template worker's concurrency. Env: REDIS_URL, REDIS_PREFIX, CONCURRENCY, PORT (readiness only).
  */
 async function main(): Promise<void> {
   const connection = new IORedis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', { maxRetriesPerRequest: null });
-  const worker = new Worker<{ input: { n: number } }>(RAW_QUEUE, async (job) => sum.run(job.data.input, noProgress), {
+  const worker = new Worker<{ input: { from: number; to: number } }>(RAW_QUEUE, async (job) => benchJobs.sum.run(job.data.input, noProgress), {
     connection,
     prefix: process.env.REDIS_PREFIX ?? 'raw',
     concurrency: Number(process.env.CONCURRENCY ?? 2),

@@ -1,7 +1,7 @@
-import { pbkdf2 } from '../../libs/jobs/src/pbkdf2.job';
+import { benchJobs } from '../support/bench-jobs';
 import { noProgress } from './no-progress';
 
-/** Raw piscina's thread: the template's pbkdf2 `run`, called directly. */
-export default function run(input: { password: string; salt: string; iterations: number }): Promise<{ hash: string }> | { hash: string } {
-  return pbkdf2.run({ ...input, keylen: 64, digest: 'sha512' }, noProgress);
+/** Raw piscina's thread: bench-pbkdf2's `run`, called directly. */
+export default function run(input: { salt: string; iterations: number }): Promise<{ hash: string }> | { hash: string } {
+  return benchJobs.pbkdf2.run(input, noProgress);
 }

@@ -1,7 +1,7 @@
 import cluster from 'node:cluster';
 import { noProgress } from './no-progress';
 import { serveSeed } from './seed-server';
-import { pbkdf2 } from '../../libs/jobs/src/pbkdf2.job';
+import { benchJobs } from '../support/bench-jobs';
 
 /**
  * Seed technique "cluster mode": the in-handler server (pbkdf2Sync in the request handler, blocking
@@ -28,5 +28,5 @@ if (cluster.isPrimary) {
   process.once('SIGTERM', stop);
   process.once('SIGINT', stop);
 } else {
-  serveSeed(async (input) => (pbkdf2.run(input, noProgress) as { hash: string }).hash);
+  serveSeed(async (input) => (benchJobs.pbkdf2.run(input, noProgress) as { hash: string }).hash);
 }

@@ -1,5 +1,6 @@
 import { pbkdf2 } from 'node:crypto';
 import { promisify } from 'node:util';
+import { PBKDF2_ARGS } from '../support/bench-jobs';
 import { serveSeed } from './seed-server';
 
 const pbkdf2Async = promisify(pbkdf2);
@@ -10,4 +11,5 @@ const pbkdf2Async = promisify(pbkdf2);
  * by UV_THREADPOOL_SIZE (default 4); the bench starts one process per size. The pool is shared with
  * fs, dns.lookup and zlib, which queue behind these jobs; this server's GET uses only the network.
  */
-serveSeed(async ({ password, salt, iterations, keylen, digest }) => (await pbkdf2Async(password, salt, iterations, keylen, digest)).toString('hex'));
+const { password, keylen, digest } = PBKDF2_ARGS;
+serveSeed(async ({ salt, iterations }) => (await pbkdf2Async(password, salt, iterations, keylen, digest)).toString('hex'));

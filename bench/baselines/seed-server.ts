@@ -2,16 +2,17 @@ import { randomUUID } from 'node:crypto';
 import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http';
 import IORedis from 'ioredis';
 import { z } from 'zod';
-import { pbkdf2 } from '../../libs/jobs/src/pbkdf2.job';
+import { benchJobs } from '../support/bench-jobs';
 
-export type Pbkdf2Input = z.output<typeof pbkdf2.input>;
+const job = benchJobs.pbkdf2;
+export type Pbkdf2Input = z.output<typeof job.input>;
 
-/** How one of the seed articles' techniques computes a pbkdf2 job: the hex key, when it is done. */
+/** How one of the seed articles' techniques computes a bench-pbkdf2 job: the hex key, when it is done. */
 export type Compute = (input: Pbkdf2Input) => Promise<string>;
 
 /**
  * The HTTP shell every seed technique shares, on bare node:http, with the template's routes so the
- * bench drives all of them alike: POST /v1/jobs/pbkdf2 (validated by the template's own schema,
+ * bench drives all of them alike: POST /v1/jobs/bench-pbkdf2 (validated by the type's own schema,
  * answered when the job is done), GET /v1/jobs/{id} (the finished job, kept in Redis like the
  * template's: the I/O endpoint), /health/live and /health/ready. Only `compute` differs per technique.
  * Env: REDIS_URL, REDIS_PREFIX, PORT, HOST.
@@ -42,12 +43,12 @@ async function route(req: IncomingMessage, res: ServerResponse, redis: IORedis, 
     if (raw === null) return send(res, 404, { message: 'no such job' });
     return sendRaw(res, 200, raw);
   }
-  if (req.method === 'POST' && url === '/v1/jobs/pbkdf2') {
-    const parsed = pbkdf2.input.safeParse(await readJson(req));
+  if (req.method === 'POST' && url === `/v1/jobs/${job.name}`) {
+    const parsed = job.input.safeParse(await readJson(req));
     if (!parsed.success) return send(res, 400, { message: parsed.error.issues.slice(0, 20) });
     const startedAt = new Date().toISOString();
     const hash = await compute(parsed.data);
-    const view = { id: randomUUID(), type: 'pbkdf2', status: 'completed', result: { hash }, attempts: 1, createdAt: startedAt, startedAt, finishedAt: new Date().toISOString() };
+    const view = { id: randomUUID(), type: job.name, status: 'completed', result: { hash }, attempts: 1, createdAt: startedAt, startedAt, finishedAt: new Date().toISOString() };
     const text = JSON.stringify(view);
     await redis.set(`${prefix}:job:${view.id}`, text, 'EX', 3600);
     return sendRaw(res, 200, text);

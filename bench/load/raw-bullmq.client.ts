@@ -1,6 +1,7 @@
 import { Job, Queue, QueueEvents } from 'bullmq';
 import IORedis from 'ioredis';
 import { RAW_QUEUE } from '../baselines/baseline.tokens';
+import { benchJobs } from '../support/bench-jobs';
 
 /** Timestamps of one raw BullMQ job as BullMQ recorded them (ms). */
 export interface RawJobTimes {
@@ -31,9 +32,9 @@ export class RawBullmqClient {
     return new RawBullmqClient(queue, events, connections);
   }
 
-  /** Adds a `sum` job and waits for its result; resolves with the job (its id and timestamp). */
-  async submitAndWait(n: number): Promise<Job> {
-    const job = await this.queue.add('sum', { input: { n } }, { removeOnComplete: { age: 3600 }, removeOnFail: { age: 3600 } });
+  /** Adds a bench-sum job and waits for its result; resolves with the job (its id and timestamp). */
+  async submitAndWait(input: { from: number; to: number }): Promise<Job> {
+    const job = await this.queue.add(benchJobs.sum.name, { input }, { removeOnComplete: { age: 3600 }, removeOnFail: { age: 3600 } });
     await job.waitUntilFinished(this.events, 30_000);
     return job;
   }

@@ -3,7 +3,8 @@ import { num, perS, spreadOf } from '../report/format';
 import type { ScenarioReport } from '../report/report.types';
 import { readMetric, redisCommandCount } from '../support/stack';
 import { Rounds } from '../support/stats';
-import { BenchContext, nextN, rotate, Scenario, sleep } from './context';
+import { benchJobs } from '../support/bench-jobs';
+import { BenchContext, nextTrivial, rotate, Scenario, sleep } from './context';
 
 interface View {
   status: string;
@@ -15,8 +16,8 @@ interface BatchReply {
 type Side = 'batch' | 'single';
 
 /**
- * 7. Batch: trivial `sum` jobs with distinct inputs submitted as 1,000-item batches
- * (POST /v1/jobs/sum/batch) against one POST per job, both end to end (Prefer: wait, until every
+ * 7. Batch: trivial bench-sum jobs with distinct inputs submitted as 1,000-item batches
+ * (POST /v1/jobs/bench-sum/batch) against one POST per job, both end to end (Prefer: wait, until every
  * job is done) and for submission alone (no wait: what the API and Redis take to accept them).
  */
 export class BatchScenario implements Scenario<ScenarioReport> {
@@ -84,9 +85,9 @@ export class BatchScenario implements Scenario<ScenarioReport> {
   }
 
   private async postBatch(size: number, waitSeconds: number): Promise<void> {
-    const items = Array.from({ length: size }, () => ({ n: nextN() }));
+    const items = Array.from({ length: size }, () => nextTrivial());
     const headers = waitSeconds > 0 ? { prefer: `wait=${waitSeconds}` } : undefined;
-    const reply = await this.client!.json<BatchReply>('POST', '/v1/jobs/sum/batch', { json: { items }, headers, timeoutMs: 120_000 });
+    const reply = await this.client!.json<BatchReply>('POST', '/v1/jobs/bench-sum/batch', { json: { items }, headers, timeoutMs: 120_000 });
     const expected = waitSeconds > 0 ? 'completed' : undefined;
     const bad = reply.body?.items?.find((item) => !item.job || (expected && item.job.status !== expected));
     if (reply.body?.items?.length !== size || bad) throw new Error(`batch: HTTP ${reply.status}, an item ${JSON.stringify(bad ?? reply.body).slice(0, 200)}`);
@@ -94,7 +95,7 @@ export class BatchScenario implements Scenario<ScenarioReport> {
 
   private async postOne(waitSeconds: number): Promise<void> {
     const headers = waitSeconds > 0 ? { prefer: `wait=${waitSeconds}` } : undefined;
-    const reply = await this.client!.json<View>('POST', '/v1/jobs/sum', { json: { n: nextN() }, headers });
+    const reply = await this.client!.json<View>('POST', '/v1/jobs/bench-sum', { json: nextTrivial(), headers });
     if (reply.status >= 300 || (waitSeconds > 0 && reply.body?.status !== 'completed')) throw new Error(`single: HTTP ${reply.status}, status ${reply.body?.status}`);
   }
 
@@ -104,7 +105,7 @@ export class BatchScenario implements Scenario<ScenarioReport> {
     await sleep(1100); // the API reads queue depths at most once a second: skip a reading from before
 
     // why the metric: queue_backlog (waiting + prioritized + active) is what the API itself reports.
-    while ((await readMetric(this.ctx.servers.api.url, 'nest_offload_queue_backlog', { queue: 'heavy' })) > 0) {
+    while ((await readMetric(this.ctx.servers.api.url, 'nest_offload_queue_backlog', { queue: benchJobs.sum.queue })) > 0) {
       if (Date.now() > deadline) throw new Error('batch: the queue did not drain within 2 minutes');
       await sleep(200);
     }
@@ -147,7 +148,7 @@ export class BatchScenario implements Scenario<ScenarioReport> {
           ],
         },
       },
-      sections: [`Batch: ${jobs} trivial \`sum\` jobs per leg. ${commands}`],
+      sections: [`Batch: ${jobs} trivial \`bench-sum\` jobs per leg. ${commands}`],
       data: this.rounds.all(),
     };
   }

@@ -39,7 +39,7 @@ export interface BenchContext {
   servers: Servers;
   /** The env the template's apps were started with (scenarios start variants from it). */
   templateEnv: Env;
-  /** pbkdf2 iterations that take about `ms` on one thread of this machine. */
+  /** bench-pbkdf2 iterations that take about `ms` on one thread of this machine. */
   iterationsFor(ms: number): number;
 }
 
@@ -49,9 +49,10 @@ export function fresh(): string {
 }
 
 let counter = 0;
-/** Distinct small integers (the `n` of trivial `sum` jobs), so no two jobs share a cache key. */
-export function nextN(): number {
-  return ++counter;
+/** A trivial bench-sum input no job has had (10 terms from a fresh start): no two share a cache key, all are the same work. */
+export function nextTrivial(): { from: number; to: number } {
+  const from = ++counter;
+  return { from, to: from + 9 };
 }
 
 /** `items` rotated by `round`: alternates which side of a comparison goes first. */

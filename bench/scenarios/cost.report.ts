@@ -1,6 +1,7 @@
 import type { JobDefinition } from '../../libs/jobs/src/define-job';
 import { mb, ms, num, perS, spreadOf } from '../report/format';
 import type { Row, ScenarioReport } from '../report/report.types';
+import { benchJobs } from '../support/bench-jobs';
 import type { BenchOptions } from '../support/options';
 import { Rounds, Spread, spread } from '../support/stats';
 
@@ -143,7 +144,7 @@ function memoryTable(c: CostInputs): string {
 function depthTable(c: CostInputs): string {
   const d = (name: string) => c.depth.get(name);
   const lines = [
-    `Cost: a deep queue. Trivial \`sum-range\` jobs (10 terms each, so every job is the same work) added straight to BullMQ with the API's job data and options; ` +
+    `Cost: a deep queue. Trivial \`bench-sum\` jobs (10 terms each, so every job is the same work) added straight to BullMQ with the API's job data and options; ` +
       `submit latency with the worker paused (${c.opts.submits} POSTs from 1 caller, ${c.opts.submits * 2} from ${c.opts.callers}); pickup: ${count(c.opts.pickup)} jobs ` +
       `taken from the head of the queue, resume to last completion (with nothing waiting: a burst of ${count(c.opts.pickup)} added at once); ${c.opts.reps} repetitions at each depth.`,
     '',
@@ -168,7 +169,7 @@ function sizing(c: CostInputs): string {
   const largestKept = Math.max(...c.types.map((t) => m(`${t.def.name}.finished`) + m(`${t.def.name}.cached`)));
   const pickup = c.depth.get(`${c.opts.depths[0]}.pickupPerS`).median;
   const backlog = c.maxBacklogDefault;
-  const keptTrivial = m('sum-range.finished') + m('sum-range.cached');
+  const keptTrivial = m(`${benchJobs.sum.name}.finished`) + m(`${benchJobs.sum.name}.cached`);
   return [
     `Cost, sizing: a million queued jobs of these types take ${mb(smallestQueued * 1e6)}–${mb(largestQueued * 1e6)} of Redis` +
       (deepest && deepest.depth > 0 ? ` (${mb((deepest.used / deepest.depth) * 1e6)} measured with ${count(deepest.depth)} trivial jobs waiting, redis-server RSS ${mb(deepest.rss)})` : '') +

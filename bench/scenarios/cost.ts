@@ -3,12 +3,12 @@ import IORedis from 'ioredis';
 import { loadConfig } from '../../libs/config/src/config';
 import type { JobDefinition } from '../../libs/jobs/src/define-job';
 import { coreJobs } from '../../libs/jobs/src/registry';
-import { sumRangeJob } from '../../libs/jobs/src/sum-range.job';
 import { bullKey, queuePrefix } from '../../libs/queue/src/queue.keys';
 import type { AppProcess } from '../../test/support/apps';
 import { closedLoop, HttpClient } from '../load/http-client';
 import type { ScenarioReport } from '../report/report.types';
 import { fillQueue } from '../support/backlog-fill';
+import { benchJobs } from '../support/bench-jobs';
 import { deleteNow, memoryUsage, readMemory, scanKeys } from '../support/redis-memory';
 import { deleteKeys, startTemplate } from '../support/stack';
 import { Rounds, summarize } from '../support/stats';
@@ -20,13 +20,16 @@ interface View {
   status: string;
 }
 
+/** The types whose memory per job is measured: the shipped ones, and bench-sum, the trivial job the depth figures queue. */
+const TYPES: readonly JobDefinition[] = [...coreJobs, benchJobs.sum];
+
 /** The most jobs waiting that the bench's own stack admits (MAX_BACKLOG), above every depth measured. */
 const BACKLOG_LIMIT = 2_000_000;
 
 /**
  * 8. Cost as the work grows, on a stack of its own (own REDIS_PREFIX, MAX_BACKLOG raised):
- * - Redis memory per job of each type, its first example as the input: queued (the queues paused),
- *   finished and kept for JOB_RETENTION_SECONDS, and its cached result (used_memory deltas);
+ * - Redis memory per job of each type and of bench-sum, its first example as the input: queued (the
+ *   queues paused), finished and kept for JOB_RETENTION_SECONDS, and its cached result (used_memory deltas);
  * - with 0, 100,000 and 1,000,000 jobs waiting (added straight to the queue as the API adds them):
  *   submit latency, and the rate at which the worker takes jobs from the head of that queue.
  */
@@ -42,7 +45,7 @@ export class CostScenario implements Scenario<ScenarioReport> {
   private client?: HttpClient;
   private readonly costPrefix: string;
   private readonly retentionSeconds: number;
-  /** `from` of the next sum-range job of the depth measurements: every one distinct, all equally cheap. */
+  /** `from` of the next bench-sum job of the depth measurements: every one distinct, all equally cheap. */
   private nextFrom = 1;
   /** The slow log's length before the scenario turned it off (own Redis only). */
   private slowlogMaxLen?: string;
@@ -68,7 +71,7 @@ export class CostScenario implements Scenario<ScenarioReport> {
       { dist: opts.dist, nodeArgs: opts.nodeArgs },
     );
     this.connection = new IORedis(this.ctx.redis.url, { maxRetriesPerRequest: null });
-    for (const name of new Set(coreJobs.map((def) => def.queue))) {
+    for (const name of new Set(TYPES.map((def) => def.queue))) {
       this.queues.set(name, new Queue(name, { connection: this.connection, prefix: queuePrefix(this.costPrefix, name) }).on('error', () => undefined));
     }
     this.client = new HttpClient(this.stack.api.url, 16);
@@ -79,7 +82,7 @@ export class CostScenario implements Scenario<ScenarioReport> {
       await this.redis.config('SET', 'slowlog-max-len', '0');
       await this.redis.call('SLOWLOG', 'RESET');
     }
-    for (const def of coreJobs as readonly JobDefinition[]) await this.planType(def);
+    for (const def of TYPES) await this.planType(def);
   }
 
   /** How many jobs of `def` a round submits: `cost.jobs`, fewer if its inputs run out or its runs would take too long. */
@@ -93,7 +96,7 @@ export class CostScenario implements Scenario<ScenarioReport> {
   }
 
   async round(round: number, rounds: number): Promise<void> {
-    for (const def of rotate(coreJobs as readonly JobDefinition[], round)) {
+    for (const def of rotate(TYPES, round)) {
       const { inputs } = this.types.get(def.name)!;
       this.ctx.progress.step(this.name, round + 1, rounds, `${def.name}: Redis memory of ${inputs.length} jobs queued, finished, cached`);
       await this.measureType(def, inputs);
@@ -186,12 +189,12 @@ export class CostScenario implements Scenario<ScenarioReport> {
   private async measureDepths(): Promise<void> {
     const { progress } = this.ctx;
     const o = this.ctx.opts.cost;
-    const queue = this.queues.get(sumRangeJob.queue)!;
+    const queue = this.queues.get(benchJobs.sum.queue)!;
     await this.emptyQueues();
     await deleteKeys(this.redis, `${this.costPrefix}:cache`);
     const base = await readMemory(this.redis);
     for (const depth of o.depths) {
-      if (depth > 0) progress.log(`${this.name}: filling the ${sumRangeJob.queue} queue to ${depth.toLocaleString('en-US')} waiting jobs`);
+      if (depth > 0) progress.log(`${this.name}: filling the ${benchJobs.sum.queue} queue to ${depth.toLocaleString('en-US')} waiting jobs`);
       const t0 = performance.now();
       const added = await this.topUp(queue, depth);
       const fillPerS = added / ((performance.now() - t0) / 1000);
@@ -221,18 +224,18 @@ export class CostScenario implements Scenario<ScenarioReport> {
     if (missing <= 0) return 0;
     const from = this.nextFrom;
     this.nextFrom += missing;
-    await fillQueue(queue, sumRangeJob, missing, (i) => this.range(from + i), { chunk: this.ctx.opts.cost.chunk, retentionSeconds: this.retentionSeconds, dist: this.ctx.opts.dist });
+    await fillQueue(queue, benchJobs.sum, missing, (i) => this.range(from + i), { chunk: this.ctx.opts.cost.chunk, retentionSeconds: this.retentionSeconds, dist: this.ctx.opts.dist });
     return missing;
   }
 
-  /** A trivial sum-range input: always 10 terms, so a job's work is the same wherever it sits in the queue. */
+  /** A trivial bench-sum input: always 10 terms, so a job's work is the same wherever it sits in the queue. */
   private range(k: number): { from: number; to: number } {
     return { from: k * 10, to: k * 10 + 9 };
   }
 
   /** Latency of `total` POSTs of fresh trivial jobs (no wait) from `callers` callers, the worker paused. */
   private async submitLatency(callers: number, total: number) {
-    const run = await closedLoop({ concurrency: callers, total, task: () => this.post(sumRangeJob.name, this.range(this.nextFrom++)) });
+    const run = await closedLoop({ concurrency: callers, total, task: () => this.post(benchJobs.sum.name, this.range(this.nextFrom++)) });
     if (run.errors.length > 0) throw new Error(`cost: submit at depth: ${run.errors[0]}`);
     return summarize(run.latencies);
   }

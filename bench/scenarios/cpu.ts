@@ -27,7 +27,7 @@ interface LegResult {
 type Leg = { key: string; label: string; threads: number; run: (jobs: number) => Promise<LegResult> };
 
 /**
- * 2. CPU throughput: ~25 ms pbkdf2 jobs with fresh salts, end to end through HTTP → BullMQ → worker →
+ * 2. CPU throughput: ~25 ms bench-pbkdf2 jobs with fresh salts, end to end through HTTP → BullMQ → worker →
  * piscina, against raw piscina running the same function on as many threads, at 1 and N threads.
  */
 export class CpuScenario implements Scenario<ScenarioReport> {
@@ -116,21 +116,21 @@ export class CpuScenario implements Scenario<ScenarioReport> {
   }
 
   private job() {
-    return { password: 'bench', salt: fresh(), iterations: this.iterations };
+    return { salt: fresh(), iterations: this.iterations };
   }
 
   private async viaTemplate(stack: { api: AppProcess; worker: AppProcess }, threads: number, jobs: number): Promise<LegResult> {
     const client = new HttpClient(stack.api.url, this.ctx.opts.cpu.clients);
     const runTime = async () =>
-      Promise.all(['sum', 'count'].map((k) => stack.worker.metric(`nest_offload_job_run_seconds_${k}`, { type: 'pbkdf2' })));
+      Promise.all(['nest_offload_job_run_seconds_sum', 'nest_offload_job_run_seconds_count'].map((name) => stack.worker.metric(name, { type: 'bench-pbkdf2' })));
     try {
       const [sum0, count0] = await runTime();
       const run = await closedLoop({
         concurrency: this.ctx.opts.cpu.clients,
         total: jobs,
         task: async () => {
-          const reply = await client.json<View>('POST', '/v1/jobs/pbkdf2', { json: this.job(), headers: { prefer: 'wait=60' } });
-          if (reply.body?.status !== 'completed') throw new Error(`pbkdf2 job: HTTP ${reply.status}, status ${reply.body?.status}`);
+          const reply = await client.json<View>('POST', '/v1/jobs/bench-pbkdf2', { json: this.job(), headers: { prefer: 'wait=60' } });
+          if (reply.body?.status !== 'completed') throw new Error(`bench-pbkdf2 job: HTTP ${reply.status}, status ${reply.body?.status}`);
           return reply.body;
         },
       });

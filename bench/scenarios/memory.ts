@@ -3,7 +3,7 @@ import { mb, num } from '../report/format';
 import type { ScenarioReport } from '../report/report.types';
 import type { Progress } from '../support/progress';
 import { rssBytes } from '../support/stack';
-import { nextN, type Servers, sleep } from './context';
+import { nextTrivial, type Servers, sleep } from './context';
 
 interface Checkpoint {
   label: string;
@@ -60,7 +60,7 @@ export class MemoryRecorder {
           const run = await closedLoop({
             concurrency: 32,
             total: perChunk,
-            task: () => client.json('POST', '/v1/jobs/sum', { json: { n: nextN() }, headers: { prefer: 'wait=30' } }),
+            task: () => client.json('POST', '/v1/jobs/bench-sum', { json: nextTrivial(), headers: { prefer: 'wait=30' } }),
           });
           if (run.errors.length > 0) throw new Error(`memory soak: ${run.errors[0]}`);
           jobs += perChunk;

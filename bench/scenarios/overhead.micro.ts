@@ -2,12 +2,12 @@ import { join } from 'node:path';
 import type IORedis from 'ioredis';
 import Piscina from 'piscina';
 import { canonicalJson, contentKey } from '../../libs/jobs/src/content-key';
-import { sum } from '../../libs/jobs/src/sum.job';
 import { closedLoop, HttpClient } from '../load/http-client';
+import { benchJobs } from '../support/bench-jobs';
 import { summarize } from '../support/stats';
 
 export interface MicroTimings {
-  /** zod validation + content hash of a `sum` body, µs. */
+  /** zod validation + content hash of a bench-sum body, µs. */
   validateHashUs: number;
   /** Redis PING round trip, ms (p50). */
   redisPingMs: number;
@@ -21,7 +21,8 @@ export interface MicroTimings {
 export async function microTimings(redis: IORedis, api: HttpClient): Promise<MicroTimings> {
   const n = 5000;
   let t0 = performance.now();
-  for (let i = 0; i < n; i++) contentKey(sum, canonicalJson(sum.input.parse({ n: 1_000_000 + i })));
+  const { sum } = benchJobs;
+  for (let i = 0; i < n; i++) contentKey(sum, canonicalJson(sum.input.parse({ from: 1_000_000 + i, to: 1_000_009 + i })));
   const validateHashUs = ((performance.now() - t0) / n) * 1000;
 
   const pings: number[] = [];

@@ -5,7 +5,7 @@ import type { ScenarioReport } from '../report/report.types';
 import { Census, redisCensus } from '../support/redis-census';
 import { cpuMs, redisCommandCount } from '../support/stack';
 import { Rounds, summarize } from '../support/stats';
-import { BenchContext, nextN, rotate, Scenario } from './context';
+import { BenchContext, nextTrivial, rotate, Scenario } from './context';
 import { MicroTimings, microTimings } from './overhead.micro';
 
 interface View {
@@ -39,7 +39,7 @@ const STEP_NAMES: Array<[keyof Steps, string]> = [
 const CENSUS_JOBS = 20;
 
 /**
- * 3. Per-job overhead: trivial `sum` jobs with distinct inputs through the template, against raw
+ * 3. Per-job overhead: trivial bench-sum jobs with distinct inputs through the template, against raw
  * BullMQ (`queue.add` + the same trivial processor in its own process + `waitUntilFinished`).
  */
 export class OverheadScenario implements Scenario<ScenarioReport> {
@@ -118,12 +118,12 @@ export class OverheadScenario implements Scenario<ScenarioReport> {
     return list;
   }
 
-  /** The worker's own account of time spent on the pool (thread hop + run) for `sum` jobs. */
+  /** The worker's own account of time spent on the pool (thread hop + run) for bench-sum jobs. */
   private async poolTime(): Promise<{ sum: number; count: number }> {
     const { worker } = this.ctx.servers;
     const [sum, count] = await Promise.all([
-      worker.metric('nest_offload_job_run_seconds_sum', { type: 'sum' }),
-      worker.metric('nest_offload_job_run_seconds_count', { type: 'sum' }),
+      worker.metric('nest_offload_job_run_seconds_sum', { type: 'bench-sum' }),
+      worker.metric('nest_offload_job_run_seconds_count', { type: 'bench-sum' }),
     ]);
     return { sum, count };
   }
@@ -149,11 +149,11 @@ export class OverheadScenario implements Scenario<ScenarioReport> {
       return async () => {
         const sent = Date.now();
         const t0 = performance.now();
-        const reply = await client.json<View>('POST', '/v1/jobs/sum', { json: { n: nextN() }, headers: { prefer: 'wait=30' } });
+        const reply = await client.json<View>('POST', '/v1/jobs/bench-sum', { json: nextTrivial(), headers: { prefer: 'wait=30' } });
         const total = performance.now() - t0;
         const received = Date.now();
         const v = reply.body;
-        if (v?.status !== 'completed') throw new Error(`sum job: HTTP ${reply.status}, status ${v?.status}`);
+        if (v?.status !== 'completed') throw new Error(`bench-sum job: HTTP ${reply.status}, status ${v?.status}`);
         const [created, started, finished] = [Date.parse(v.createdAt), Date.parse(v.startedAt!), Date.parse(v.finishedAt!)];
         return { total, toCreated: created - sent, toPickup: started - created, inWorker: finished - started, toClient: received - finished };
       };
@@ -162,7 +162,7 @@ export class OverheadScenario implements Scenario<ScenarioReport> {
     return async () => {
       const sent = Date.now();
       const t0 = performance.now();
-      const job = await raw.submitAndWait(nextN());
+      const job = await raw.submitAndWait(nextTrivial());
       const total = performance.now() - t0;
       const received = Date.now();
       if (!withSteps) return undefined;

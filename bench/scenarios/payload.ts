@@ -19,7 +19,7 @@ interface Sample {
 const LOOP_MAX = 'nest_offload_nodejs_eventloop_lag_max_seconds';
 
 /**
- * Extra (BENCH_SCENARIOS=payload): large payloads. `sort` jobs of growing size, one at a time; where
+ * Extra (BENCH_SCENARIOS=payload): large payloads. bench-sort jobs of growing size, one at a time; where
  * the time goes and how long the API's event loop stalls on JSON, validation and hashing.
  */
 export class PayloadScenario implements Scenario<ScenarioReport> {
@@ -33,14 +33,14 @@ export class PayloadScenario implements Scenario<ScenarioReport> {
     const client = new HttpClient(api.url, 1);
     try {
       for (const size of this.ctx.opts.payload.sizes) {
-        this.ctx.progress.step(this.name, round + 1, rounds, `sort of ${size.toLocaleString('en-US')} numbers`);
+        this.ctx.progress.step(this.name, round + 1, rounds, `bench-sort of ${size.toLocaleString('en-US')} numbers`);
         for (let i = 0; i < 3; i++) {
           const numbers = Array.from({ length: size }, () => Math.round(Math.random() * 1e9) / 1000);
           const bytes = JSON.stringify({ numbers }).length;
           await readMetric(api.url, LOOP_MAX);
           const sent = Date.now();
           const t0 = performance.now();
-          const reply = await client.json<{ status: string; createdAt: string; startedAt: string; finishedAt: string }>('POST', '/v1/jobs/sort', {
+          const reply = await client.json<{ status: string; createdAt: string; startedAt: string; finishedAt: string }>('POST', '/v1/jobs/bench-sort', {
             json: { numbers },
             headers: { prefer: 'wait=60' },
           });
@@ -48,7 +48,7 @@ export class PayloadScenario implements Scenario<ScenarioReport> {
           const received = Date.now();
           const loopMax = (await readMetric(api.url, LOOP_MAX)) * 1000;
           const v = reply.body;
-          if (v?.status !== 'completed') throw new Error(`sort of ${size}: HTTP ${reply.status}, status ${v?.status}`);
+          if (v?.status !== 'completed') throw new Error(`bench-sort of ${size}: HTTP ${reply.status}, status ${v?.status}`);
           const [c, s, f] = [Date.parse(v.createdAt), Date.parse(v.startedAt), Date.parse(v.finishedAt)];
           this.samples.push({ size, bytes, total, toCreated: c - sent, toPickup: s - c, inWorker: f - s, toClient: received - f, loopMax });
         }
@@ -61,7 +61,7 @@ export class PayloadScenario implements Scenario<ScenarioReport> {
   result(): ScenarioReport {
     const sizes = [...new Set(this.samples.map((s) => s.size))];
     const lines = [
-      '**Large payloads** (`sort`, one caller, median of the samples; ms):',
+      '**Large payloads** (`bench-sort`, one caller, median of the samples; ms):',
       '',
       '| Numbers | Body | Total | → created (API: parse, validate, hash) | → picked up (add) | in worker | → client (reload, serialize) | API loop max |',
       '|---|---|---|---|---|---|---|---|',
@@ -78,7 +78,7 @@ export class PayloadScenario implements Scenario<ScenarioReport> {
       rows: [
         {
           scenario: 'Extra: payload',
-          measure: `sort of ${sizes.at(-1)?.toLocaleString('en-US')} numbers: latency, and the API's loop max meanwhile`,
+          measure: `bench-sort of ${sizes.at(-1)?.toLocaleString('en-US')} numbers: latency, and the API's loop max meanwhile`,
           template: `${ms(summarize(biggest.map((s) => s.total)).p50)}, loop max ${ms(summarize(biggest.map((s) => s.loopMax)).p50)}`,
           baseline: '',
         },

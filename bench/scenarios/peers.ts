@@ -7,7 +7,7 @@ import { ms, num, perS, ratio, spreadOf } from '../report/format';
 import type { ScenarioReport } from '../report/report.types';
 import { cpuMs, readMetric, startNode } from '../support/stack';
 import { Rounds, summarize } from '../support/stats';
-import { BenchContext, fresh, nextN, rotate, Scenario, sleep } from './context';
+import { BenchContext, fresh, nextTrivial, rotate, Scenario, sleep } from './context';
 
 type SideKey = 'template' | 'peer';
 
@@ -60,8 +60,8 @@ export class PeersScenario implements Scenario<ScenarioReport> {
     progress.log(`${this.name}: warming up both`);
     for (const side of this.sides) {
       side.jobId ??= (await this.submit(side, 1, 'fibonacci', { n: 20 })).id;
-      await closedLoop({ concurrency: 1, total: 20, task: () => this.submit(side, 1, 'sum', { n: nextN() }) });
-      await closedLoop({ concurrency: 2, total: 4, task: () => this.submit(side, 2, 'pbkdf2', this.cpuInput()) });
+      await closedLoop({ concurrency: 1, total: 20, task: () => this.submit(side, 1, 'bench-sum', nextTrivial()) });
+      await closedLoop({ concurrency: 2, total: 4, task: () => this.submit(side, 2, 'bench-pbkdf2', this.cpuInput()) });
     }
   }
 
@@ -90,10 +90,10 @@ export class PeersScenario implements Scenario<ScenarioReport> {
     const sides = rotate(this.sides!, round);
 
     for (const side of sides) {
-      step(`${side.label}: ${o.callers} callers, trivial sum jobs for ${o.durationS} s`);
+      step(`${side.label}: ${o.callers} callers, trivial bench-sum jobs for ${o.durationS} s`);
       const pids = [side.api.pid, side.worker.pid];
       const cpuBefore = pids.map(cpuMs);
-      const run = await closedLoop({ concurrency: o.callers, durationMs: o.durationS * 1000, task: () => this.submit(side, o.callers, 'sum', { n: nextN() }) });
+      const run = await closedLoop({ concurrency: o.callers, durationMs: o.durationS * 1000, task: () => this.submit(side, o.callers, 'bench-sum', nextTrivial()) });
       if (run.errors.length > 0) throw new Error(`${side.label}: ${run.errors[0]}`);
       this.rounds.add(`${side.key}.jobsPerS`, run.results.length / (run.elapsedMs / 1000));
       this.rounds.add(`${side.key}.cpuPerJob.api`, (cpuMs(pids[0]) - cpuBefore[0]) / run.results.length);
@@ -101,7 +101,7 @@ export class PeersScenario implements Scenario<ScenarioReport> {
     }
     for (const side of sides) {
       step(`${side.label}: ${o.sequential} trivial jobs, one caller`);
-      const run = await closedLoop({ concurrency: 1, total: o.sequential, task: () => this.submit(side, 1, 'sum', { n: nextN() }) });
+      const run = await closedLoop({ concurrency: 1, total: o.sequential, task: () => this.submit(side, 1, 'bench-sum', nextTrivial()) });
       if (run.errors.length > 0) throw new Error(`${side.label}: ${run.errors[0]}`);
       const latency = summarize(run.latencies);
       this.rounds.add(`${side.key}.p50`, latency.p50);
@@ -109,7 +109,7 @@ export class PeersScenario implements Scenario<ScenarioReport> {
     }
     for (const side of sides) {
       step(`${side.label}: ${o.cpuJobs} pbkdf2 jobs (${this.iterations} iterations), ${o.cpuCallers} callers`);
-      const run = await closedLoop({ concurrency: o.cpuCallers, total: o.cpuJobs, task: () => this.submit(side, o.cpuCallers, 'pbkdf2', this.cpuInput()) });
+      const run = await closedLoop({ concurrency: o.cpuCallers, total: o.cpuJobs, task: () => this.submit(side, o.cpuCallers, 'bench-pbkdf2', this.cpuInput()) });
       if (run.errors.length > 0) throw new Error(`${side.label}: ${run.errors[0]}`);
       this.rounds.add(`${side.key}.cpuJobsPerS`, o.cpuJobs / (run.elapsedMs / 1000));
     }
@@ -145,7 +145,7 @@ export class PeersScenario implements Scenario<ScenarioReport> {
     const idleLoop = await loopP99();
 
     step(`${side.label}: GET with ${o.feeders} callers feeding ~${this.ctx.opts.cpuJobMs} ms jobs`);
-    const saturator = new Saturator(url, o.feeders, () => ({ type: 'pbkdf2', input: this.cpuInput() }));
+    const saturator = new Saturator(url, o.feeders, () => ({ type: 'bench-pbkdf2', input: this.cpuInput() }));
     // why: the same settling time on both sides, so the busy leg starts with the worker(s) running jobs.
     await sleep(500);
     await loopP99();
@@ -171,7 +171,7 @@ export class PeersScenario implements Scenario<ScenarioReport> {
   }
 
   private cpuInput() {
-    return { password: 'bench', salt: fresh(), iterations: this.iterations };
+    return { salt: fresh(), iterations: this.iterations };
   }
 
   /** Submits a job and waits for it (`Prefer: wait`); resolves with the finished view. */
@@ -192,7 +192,7 @@ export class PeersScenario implements Scenario<ScenarioReport> {
     const rows: ScenarioReport['rows'] = [
       {
         scenario: SCENARIO,
-        measure: `trivial \`sum\` jobs/s, ${o.callers} callers submitting and waiting, ÷ peer`,
+        measure: `trivial \`bench-sum\` jobs/s, ${o.callers} callers submitting and waiting, ÷ peer`,
         template: spreadOf(r('template.jobsPerS'), jobs),
         baseline: spreadOf(r('peer.jobsPerS'), jobs),
         ratio: r('throughputRatio'),
@@ -276,7 +276,7 @@ export class PeersScenario implements Scenario<ScenarioReport> {
       sections: [
         'The peer (bench/baselines/peer-*.ts): a Nest API on Fastify with `BullModule.forRoot/registerQueue` whose POST ' +
           '`queue.add`s the job and, under `Prefer: wait`, answers after `job.waitUntilFinished` on a QueueEvents; a separate Nest ' +
-          `worker process whose @nestjs/bullmq processor (concurrency ${this.ctx.opts.threads}) calls the template's own job \`run\` on its event loop. ` +
+          `worker process whose @nestjs/bullmq processor (concurrency ${this.ctx.opts.threads}) calls the same job \`run\` as the template's pool threads (bench/support/bench-jobs.ts) on its event loop. ` +
           `No cache, single flight, cancel checks, idempotency or backlog bound. pbkdf2: ${this.iterations} iterations, fresh salts. ` +
           `CPU per trivial job at ${o.callers} callers (ms, /proc): template API ${cpu('template', 'api')}, worker ${cpu('template', 'worker')}; ` +
           `peer API ${cpu('peer', 'api')}, worker ${cpu('peer', 'worker')}.`,

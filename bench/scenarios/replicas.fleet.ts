@@ -1,9 +1,8 @@
-import { join } from 'node:path';
 import type { AppProcess } from '../../test/support/apps';
 import { HttpClient } from '../load/http-client';
 import { ms, num, perS, ratio, spreadOf } from '../report/format';
 import type { ChartPanel, Row } from '../report/report.types';
-import { startNode } from '../support/stack';
+import { startTemplateApp } from '../support/stack';
 import type { Rounds } from '../support/stats';
 import { schedCounters } from '../tuning/sched-counters';
 import { BenchContext, rotate, sleep } from './context';
@@ -19,7 +18,7 @@ interface Fleet {
   client?: HttpClient;
 }
 
-/** Trivial `sum` jobs with `Prefer: wait` through `client`, in a closed loop (the scenario's own). */
+/** Trivial bench-sum jobs with `Prefer: wait` through `client`, in a closed loop (the scenario's own). */
 export type Drive = (client: HttpClient, size: { total?: number; durationS?: number; callers: number }) => Promise<{ done: number; elapsedMs: number }>;
 
 /** Figures of each leg: jobs/s and CPU ms per job (idle ones from 2 APIs up; Redis only with the bench's own server). */
@@ -71,7 +70,7 @@ export class FleetLegs {
       this.fleets.push(fleet);
       const env = { ...templateEnv, REDIS_PREFIX: `${prefix}-fleet-${build}` };
       const app = (kind: 'api' | 'worker') => () =>
-        startNode(join(dist, 'apps', kind, 'src', 'main.js'), env, { cwd: opts.root, kind, portVar: kind === 'worker' ? 'WORKER_PORT' : 'PORT', nodeArgs: opts.nodeArgs });
+        startTemplateApp(dist, kind, env, { cwd: opts.root, nodeArgs: opts.nodeArgs });
       progress.log(`replicas: starting the ${build} fleet (${dist}): ${max} APIs + 1 worker × ${opts.threads} threads on ${env.REDIS_PREFIX}`);
       const starts = [app('worker'), ...Array.from({ length: max }, () => app('api'))];
       for (let i = 0; i < starts.length; i += START_GROUP) {
@@ -106,7 +105,7 @@ export class FleetLegs {
     const o = this.ctx.opts.replicas;
     for (const size of this.sizes) {
       for (const fleet of rotate(this.fleets, round)) {
-        step(`fleet, ${fleet.build}: ${size} API${size > 1 ? `s (1 serving, ${size - 1} idle)` : ''} + 1 worker, trivial sum jobs through replica 1, ${o.callers} callers, ${o.fleetS} s`);
+        step(`fleet, ${fleet.build}: ${size} API${size > 1 ? `s (1 serving, ${size - 1} idle)` : ''} + 1 worker, trivial bench-sum jobs through replica 1, ${o.callers} callers, ${o.fleetS} s`);
         await this.measure(fleet, size);
       }
     }
@@ -233,7 +232,7 @@ export class FleetLegs {
         },
         {
           scenario: SCENARIO,
-          measure: `trivial sum jobs/s, ${fleet} (${this.ctx.opts.replicas.callers} callers): after ÷ before`,
+          measure: `trivial bench-sum jobs/s, ${fleet} (${this.ctx.opts.replicas.callers} callers): after ÷ before`,
           template: spreadOf(r(key('after', max, 'jobsPerS')), (v) => perS(v, 'jobs/s')),
           baseline: spreadOf(r(key('before', max, 'jobsPerS')), (v) => perS(v, 'jobs/s')),
           ratio: ratioOf(`fleet.ratio.${max}.jobsPerS`),
@@ -249,7 +248,7 @@ export class FleetLegs {
     const r = (name: string) => this.rounds.get(name);
     const cell = (name: string) => (r(name).values.length > 0 ? spreadOf(r(name), num) : '–');
     const lines = [
-      `Fleet: ${this.sizes.join(', ')} API replicas and one worker (WORKER_THREADS=${opts.threads}) on one prefix per build; trivial sum jobs with \`Prefer: wait\`, ` +
+      `Fleet: ${this.sizes.join(', ')} API replicas and one worker (WORKER_THREADS=${opts.threads}) on one prefix per build; trivial bench-sum jobs with \`Prefer: wait\`, ` +
         `${opts.replicas.callers} callers, ${opts.replicas.fleetS} s per leg, all through replica 1; the other replicas idle (they neither submit nor wait). ` +
         "Replicas beyond the leg's count, and the other build's fleet, are stopped (SIGSTOP) meanwhile. " +
         (opts.beforeDist ? `Before: \`${opts.beforeDist}\`, after: \`${opts.dist}\`, alternating first each round. ` : '') +

@@ -1,12 +1,11 @@
 import { request } from 'node:http';
-import { join } from 'node:path';
 import type { AppProcess } from '../../test/support/apps';
 import { closedLoop, HttpClient } from '../load/http-client';
 import { ms, num, perS, spreadOf } from '../report/format';
 import type { ScenarioReport } from '../report/report.types';
-import { cpuMs, preemptions, startNode, startTemplate } from '../support/stack';
+import { cpuMs, preemptions, startTemplate, startTemplateApp } from '../support/stack';
 import { Rounds } from '../support/stats';
-import { BenchContext, fresh, nextN, rotate, Scenario, sleep } from './context';
+import { BenchContext, fresh, nextTrivial, rotate, Scenario, sleep } from './context';
 import { FleetLegs } from './replicas.fleet';
 
 interface View {
@@ -23,7 +22,7 @@ interface Stack {
   clients: HttpClient[];
 }
 
-type Load = 'pbkdf2' | 'trivial' | 'hit';
+type Load = 'cpu' | 'trivial' | 'hit';
 
 /** A measured leg: a load driven through some of a stack's APIs. */
 interface Leg {
@@ -35,9 +34,9 @@ interface Leg {
 
 const RUNS = 'nest_offload_job_run_seconds_count';
 const CACHED_INPUT = { n: 26 };
-/** `sum` up to these n runs for seconds, reporting progress every 100 ms: long enough to watch and to cancel. */
-const SSE_N = 200_000_000;
-const CANCEL_N = 20_000_000_000;
+/** bench-sum over this many terms runs for seconds, reporting progress every 100 ms: long enough to watch and to cancel. */
+const SSE_TERMS = 200_000_000;
+const CANCEL_TERMS = 20_000_000_000;
 
 /**
  * Replicas cost nothing: two single-thread workers against one worker with two threads, two API
@@ -69,12 +68,7 @@ export class ReplicasScenario implements Scenario<ScenarioReport> {
     const start = (suffix: string, threads: number) =>
       startTemplate(opts.root, { ...templateEnv, REDIS_PREFIX: `${prefix}-${suffix}`, WORKER_THREADS: String(threads) }, { dist: opts.dist, nodeArgs: opts.nodeArgs });
     const worker = () =>
-      startNode(join(opts.dist, 'apps', 'worker', 'src', 'main.js'), { ...templateEnv, REDIS_PREFIX: `${prefix}-two-workers`, WORKER_THREADS: '1' }, {
-        cwd: opts.root,
-        portVar: 'WORKER_PORT',
-        kind: 'worker',
-        nodeArgs: opts.nodeArgs,
-      });
+      startTemplateApp(opts.dist, 'worker', { ...templateEnv, REDIS_PREFIX: `${prefix}-two-workers`, WORKER_THREADS: '1' }, { cwd: opts.root, nodeArgs: opts.nodeArgs });
     // why in two steps: eight Node processes starting at once on 2 cores can outlast the readiness timeout.
     const [a, b, bWorker] = await Promise.all([start('one-worker', 2), start('two-workers', 1), worker()]);
     const [c1, c2] = await Promise.all([start('two-apis', 1), start('two-apis', 1)]);
@@ -91,7 +85,7 @@ export class ReplicasScenario implements Scenario<ScenarioReport> {
         const first = await client.json<View>('POST', '/v1/jobs/fibonacci', { json: CACHED_INPUT, headers: { prefer: 'wait=30' } });
         if (first.body?.status !== 'completed') throw new Error(`replicas: priming job did not complete (HTTP ${first.status})`);
       }
-      await this.drive(s.clients, 'pbkdf2', { total: 4 });
+      await this.drive(s.clients, 'cpu', { total: 4 });
       await this.drive(s.clients, 'trivial', { total: 64 });
     }
     await this.fleet.start();
@@ -118,8 +112,8 @@ export class ReplicasScenario implements Scenario<ScenarioReport> {
       { key: 'w2x1', label: '2 workers × 1 thread', stack: twoWorkers, apis: 1 },
     ];
     for (const [load, what, size] of [
-      ['pbkdf2', `${o.cpuJobs} pbkdf2 jobs (~${opts.cpuJobMs} ms), ${o.cpuCallers} callers`, { total: o.cpuJobs, callers: o.cpuCallers }],
-      ['trivial', `trivial sum jobs, ${o.callers} callers, ${o.durationS} s`, { durationS: o.durationS, callers: o.callers }],
+      ['cpu', `${o.cpuJobs} bench-pbkdf2 jobs (~${opts.cpuJobMs} ms), ${o.cpuCallers} callers`, { total: o.cpuJobs, callers: o.cpuCallers }],
+      ['trivial', `trivial bench-sum jobs, ${o.callers} callers, ${o.durationS} s`, { durationS: o.durationS, callers: o.callers }],
     ] as const) {
       for (const leg of rotate(workerLegs, round)) {
         step(`${leg.label}: ${what}`);
@@ -134,7 +128,7 @@ export class ReplicasScenario implements Scenario<ScenarioReport> {
       { key: 'api2', label: '2 APIs, round-robin', stack: twoApis, apis: 2 },
     ];
     for (const [load, what] of [
-      ['trivial', `trivial sum jobs, ${o.callers} callers, ${o.durationS} s`],
+      ['trivial', `trivial bench-sum jobs, ${o.callers} callers, ${o.durationS} s`],
       ['hit', `cache hits (POST /v1/jobs/fibonacci, same input), ${o.callers} callers, ${o.durationS} s`],
     ] as const) {
       for (const leg of rotate(apiLegs, round)) {
@@ -201,10 +195,10 @@ export class ReplicasScenario implements Scenario<ScenarioReport> {
 
   private async submit(client: HttpClient, load: Load): Promise<View> {
     const [type, json] =
-      load === 'pbkdf2'
-        ? ['pbkdf2', { password: 'bench', salt: fresh(), iterations: this.iterations }]
+      load === 'cpu'
+        ? ['bench-pbkdf2', { salt: fresh(), iterations: this.iterations }]
         : load === 'trivial'
-          ? ['sum', { n: nextN() }]
+          ? ['bench-sum', nextTrivial()]
           : ['fibonacci', CACHED_INPUT];
     const reply = await client.json<View & { cached?: boolean }>('POST', `/v1/jobs/${type}`, { json, headers: { prefer: 'wait=60' } });
     if (reply.body?.status !== 'completed') throw new Error(`${type}: HTTP ${reply.status}, status ${reply.body?.status}`);
@@ -223,13 +217,13 @@ export class ReplicasScenario implements Scenario<ScenarioReport> {
     const background = backgroundLoad(opts.replicas.callers, (i) => this.submit(s.clients[i % 2], 'trivial'));
     try {
       await sleep(200);
-      // Single flight: N identical fresh pbkdf2 submissions, alternating between the two APIs.
+      // Single flight: N identical fresh bench-pbkdf2 submissions, alternating between the two APIs.
       const callers = opts.replicas.flightCallers;
-      const input = { password: 'bench', salt: fresh(), iterations: this.ctx.iterationsFor(100) };
-      const runs = () => Promise.all(s.workers.map((w) => w.metric(RUNS, { type: 'pbkdf2' }))).then((v) => v.reduce((x, y) => x + y, 0));
+      const input = { salt: fresh(), iterations: this.ctx.iterationsFor(100) };
+      const runs = () => Promise.all(s.workers.map((w) => w.metric(RUNS, { type: 'bench-pbkdf2' }))).then((v) => v.reduce((x, y) => x + y, 0));
       const before = await runs();
       const replies = await Promise.all(
-        Array.from({ length: callers }, (_, i) => s.clients[i % 2].json<{ status: string; result?: { hash: string } }>('POST', '/v1/jobs/pbkdf2', { json: input, headers: { prefer: 'wait=60' } })),
+        Array.from({ length: callers }, (_, i) => s.clients[i % 2].json<{ status: string; result?: { hash: string } }>('POST', '/v1/jobs/bench-pbkdf2', { json: input, headers: { prefer: 'wait=60' } })),
       );
       await sleep(200);
       const executions = (await runs()) - before;
@@ -240,7 +234,8 @@ export class ReplicasScenario implements Scenario<ScenarioReport> {
       }
 
       // Cancel: submitted on A, running, cancelled on B, seen cancelled on A.
-      const job = await a.json<View>('POST', '/v1/jobs/sum', { json: { n: CANCEL_N + nextN() } });
+      const long = nextTrivial();
+      const job = await a.json<View>('POST', '/v1/jobs/bench-sum', { json: { from: long.from, to: long.from + CANCEL_TERMS } });
       if (job.status !== 202) throw new Error(`replicas: cancel target answered HTTP ${job.status}`);
       const id = job.body.id;
       await until(async () => (await a.json<View>('GET', `/v1/jobs/${id}`)).body.status === 'active', 15_000, `job ${id} to start`);
@@ -255,12 +250,13 @@ export class ReplicasScenario implements Scenario<ScenarioReport> {
       if (final.status !== 'cancelled') throw new Error(`replicas: a running job cancelled on API B ended ${final.status} on API A`);
 
       // SSE: submitted on A, streamed from B.
-      const n = SSE_N + nextN();
-      const sseJob = await a.json<View>('POST', '/v1/jobs/sum', { json: { n } });
+      const { from } = nextTrivial();
+      const to = from + SSE_TERMS - 1;
+      const sseJob = await a.json<View>('POST', '/v1/jobs/bench-sum', { json: { from, to } });
       const events = await readEvents(`${s.apis[1].url}/v1/jobs/${sseJob.body.id}/events`, 60_000);
       const progressEvents = events.filter((e) => e.event === 'progress').length;
       const last = events.at(-1);
-      const expected = ((BigInt(n) * (BigInt(n) + 1n)) / 2n).toString();
+      const expected = (((BigInt(from) + BigInt(to)) * BigInt(SSE_TERMS)) / 2n).toString();
       const completed = last?.event === 'completed' && (JSON.parse(last.data) as View).result === expected;
       this.rounds.add('sse.progress', progressEvents);
       this.rounds.add('sse.ok', completed && progressEvents > 0 ? 1 : 0);
@@ -288,22 +284,22 @@ export class ReplicasScenario implements Scenario<ScenarioReport> {
       {
         scenario: '10. Replicas',
         measure: `~${this.ctx.opts.cpuJobMs} ms pbkdf2 jobs/s, 2 workers × 1 thread ÷ 1 worker × 2 threads (one API, ${o.cpuCallers} callers)`,
-        template: spreadOf(r('w2x1.pbkdf2.jobsPerS'), jobs),
-        baseline: spreadOf(r('w1x2.pbkdf2.jobsPerS'), jobs),
-        ratio: r('workers.pbkdf2.ratio'),
+        template: spreadOf(r('w2x1.cpu.jobsPerS'), jobs),
+        baseline: spreadOf(r('w1x2.cpu.jobsPerS'), jobs),
+        ratio: r('workers.cpu.ratio'),
         target: '≥ 0.95',
-        met: r('workers.pbkdf2.ratio').median >= 0.95,
+        met: r('workers.cpu.ratio').median >= 0.95,
       },
       {
         scenario: '10. Replicas',
-        measure: `… trivial sum jobs/s, same comparison (${o.callers} callers)`,
+        measure: `… trivial bench-sum jobs/s, same comparison (${o.callers} callers)`,
         template: spreadOf(r('w2x1.trivial.jobsPerS'), jobs),
         baseline: spreadOf(r('w1x2.trivial.jobsPerS'), jobs),
         ratio: r('workers.trivial.ratio'),
       },
       {
         scenario: '10. Replicas',
-        measure: `trivial sum jobs/s, 2 API replicas ÷ 1 API (${o.callers} callers round-robin; 2 workers × 1 thread behind)`,
+        measure: `trivial bench-sum jobs/s, 2 API replicas ÷ 1 API (${o.callers} callers round-robin; 2 workers × 1 thread behind)`,
         template: spreadOf(r('api2.trivial.jobsPerS'), jobs),
         baseline: spreadOf(r('api1.trivial.jobsPerS'), jobs),
         ratio: r('apis.trivial.ratio'),
@@ -357,8 +353,8 @@ export class ReplicasScenario implements Scenario<ScenarioReport> {
           title: 'Replicas: jobs/s, one process vs two',
           unit: 'jobs/s',
           bars: [
-            { label: 'pbkdf2 2 workers×1t', value: r('w2x1.pbkdf2.jobsPerS').median, template: true },
-            { label: 'pbkdf2 1 worker×2t', value: r('w1x2.pbkdf2.jobsPerS').median, template: false },
+            { label: 'pbkdf2 2 workers×1t', value: r('w2x1.cpu.jobsPerS').median, template: true },
+            { label: 'pbkdf2 1 worker×2t', value: r('w1x2.cpu.jobsPerS').median, template: false },
             { label: 'trivial 2 APIs', value: r('api2.trivial.jobsPerS').median, template: true },
             { label: 'trivial 1 API', value: r('api1.trivial.jobsPerS').median, template: false },
             ...this.fleet.bars(),
@@ -375,8 +371,8 @@ export class ReplicasScenario implements Scenario<ScenarioReport> {
           '',
           '| Leg | API(s) | worker(s) | bench client | Redis | API preemptions per 1000 |',
           '|---|---|---|---|---|---|',
-          `| pbkdf2, 1 worker × 2 threads | ${cpuRow('w1x2', 'pbkdf2')} |`,
-          `| pbkdf2, 2 workers × 1 thread | ${cpuRow('w2x1', 'pbkdf2')} |`,
+          `| pbkdf2, 1 worker × 2 threads | ${cpuRow('w1x2', 'cpu')} |`,
+          `| pbkdf2, 2 workers × 1 thread | ${cpuRow('w2x1', 'cpu')} |`,
           `| trivial, 1 worker × 2 threads | ${cpuRow('w1x2', 'trivial')} |`,
           `| trivial, 2 workers × 1 thread | ${cpuRow('w2x1', 'trivial')} |`,
           `| trivial, 1 API | ${cpuRow('api1', 'trivial')} |`,

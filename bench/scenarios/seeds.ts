@@ -39,13 +39,13 @@ export class SeedsScenario implements Scenario<ScenarioReport> {
   }
 
   private job() {
-    return { password: 'bench', salt: fresh(), iterations: this.iterations };
+    return { salt: fresh(), iterations: this.iterations };
   }
 
   async beginPass(pass: number): Promise<void> {
     this.iterations = this.ctx.iterationsFor(this.ctx.opts.cpuJobMs);
     if (pass > 1) return;
-    this.ctx.progress.log(`${this.name}: warming up every system (${this.iterations} pbkdf2 iterations per job)`);
+    this.ctx.progress.log(`${this.name}: warming up every system (${this.iterations} bench-pbkdf2 iterations per job)`);
     for (const system of this.systems) {
       system.jobId = await this.finishedJob(system.url);
       await this.cpuLeg(system, this.ctx.opts.seeds.cpuCallers);
@@ -61,7 +61,7 @@ export class SeedsScenario implements Scenario<ScenarioReport> {
       const idle = await blast({ ...get, durationS: o.idleS });
       progress.step(this.name, round + 1, rounds, `${system.label}: GET with ${o.callers} callers of ~${this.ctx.opts.cpuJobMs} ms jobs`);
       const started = performance.now();
-      const saturator = new Saturator(system.url, o.callers, () => ({ type: 'pbkdf2', input: this.job() }));
+      const saturator = new Saturator(system.url, o.callers, () => ({ type: 'bench-pbkdf2', input: this.job() }));
       await this.saturated(system);
       const busy = await blast({ ...get, durationS: o.busyS });
       await saturator.stop();
@@ -105,7 +105,7 @@ export class SeedsScenario implements Scenario<ScenarioReport> {
         concurrency: callers,
         total: jobs,
         task: async () => {
-          const reply = await client.json<{ status?: string }>('POST', '/v1/jobs/pbkdf2', { json: this.job(), headers: { prefer: 'wait=30' } });
+          const reply = await client.json<{ status?: string }>('POST', '/v1/jobs/bench-pbkdf2', { json: this.job(), headers: { prefer: 'wait=30' } });
           if (reply.body?.status !== 'completed') throw new Error(`HTTP ${reply.status}, status ${reply.body?.status}`);
         },
       });
@@ -120,8 +120,8 @@ export class SeedsScenario implements Scenario<ScenarioReport> {
   private async finishedJob(url: string): Promise<string> {
     const client = new HttpClient(url, 1);
     try {
-      const reply = await client.json<{ id: string; status: string }>('POST', '/v1/jobs/pbkdf2', {
-        json: { password: 'bench', salt: fresh(), iterations: 1000 },
+      const reply = await client.json<{ id: string; status: string }>('POST', '/v1/jobs/bench-pbkdf2', {
+        json: { salt: fresh(), iterations: 1000 },
         headers: { prefer: 'wait=30' },
       });
       if (reply.body?.status !== 'completed') throw new Error(`${url}: the warm-up job did not complete (HTTP ${reply.status})`);
@@ -180,7 +180,7 @@ export class SeedsScenario implements Scenario<ScenarioReport> {
       ).map((line) => `| ${line} |`),
       '',
       `Every system runs pbkdf2-sha512 of ${this.iterations} iterations per job (~${this.ctx.opts.cpuJobMs} ms here) behind the same routes ` +
-        '(POST /v1/jobs/pbkdf2 answered when done; GET /v1/jobs/{id} reads the finished job from Redis). The seed servers are bare node:http ' +
+        '(POST /v1/jobs/bench-pbkdf2 answered when done; GET /v1/jobs/{id} reads the finished job from Redis). The seed servers are bare node:http ' +
         "(bench/baselines/seed-*.main.ts), so their idle GET is cheaper than the template's NestJS route; compare the busy ÷ idle ratios. " +
         `The template's worker runs ${this.ctx.opts.threads} piscina threads at its WORKER_NICE; the libuv pools run at the default priority. ` +
         'Partitioning chains pbkdf2Sync over 1,000-iteration slices (the same HMAC count; the key differs from one call\'s).',

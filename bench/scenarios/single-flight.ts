@@ -24,18 +24,18 @@ export class SingleFlightScenario implements Scenario<ScenarioReport> {
     try {
       const submit = async (salt: string) => {
         const t0 = performance.now();
-        const reply = await client.json<{ status: string; result?: { hash: string } }>('POST', '/v1/jobs/pbkdf2', {
-          json: { password: 'bench', salt, iterations },
+        const reply = await client.json<{ status: string; result?: { hash: string } }>('POST', '/v1/jobs/bench-pbkdf2', {
+          json: { salt, iterations },
           headers: { prefer: 'wait=60' },
         });
         if (reply.body?.status !== 'completed') throw new Error(`single-flight: HTTP ${reply.status}, status ${reply.body?.status}`);
         return { ms: performance.now() - t0, hash: reply.body.result!.hash };
       };
       const executions = async (run: () => Promise<unknown>) => {
-        const before = await servers.worker.metric(RUNS, { type: 'pbkdf2' });
+        const before = await servers.worker.metric(RUNS, { type: 'bench-pbkdf2' });
         await run();
         await sleep(100);
-        return (await servers.worker.metric(RUNS, { type: 'pbkdf2' })) - before;
+        return (await servers.worker.metric(RUNS, { type: 'bench-pbkdf2' })) - before;
       };
 
       progress.step(this.name, round + 1, rounds, `one caller, a fresh ~${jobMs} ms pbkdf2`);

@@ -38,20 +38,40 @@ export async function startNode(
 export const IMAGE_ENV: Env = { WORKER_SCHED: 'idle' };
 
 /**
+ * One of the template's apps from the build in `dist`, with the bench's job types added to its
+ * registry (bench-jobs.preload.ts, which Node also runs in each pool thread).
+ */
+export function startTemplateApp(
+  dist: string,
+  kind: 'api' | 'worker',
+  env: Env,
+  options: { cwd: string; port?: number; nodeArgs?: string[] },
+): Promise<AppProcess> {
+  return startNode(join(dist, 'apps', kind, 'src', 'main.js'), { ...env, BENCH_JOBS_DIST: dist }, {
+    cwd: options.cwd,
+    kind,
+    portVar: kind === 'worker' ? 'WORKER_PORT' : 'PORT',
+    port: options.port,
+    nodeArgs: ['--require', join(__dirname, 'bench-jobs.preload.js'), ...(options.nodeArgs ?? [])],
+  });
+}
+
+/**
  * The template's two apps, built by `nest build` into `dist` (`root`/dist unless told otherwise),
- * with the worker's pool threads on SCHED_IDLE as the image runs them (`env` may say otherwise).
+ * with the worker's pool threads on SCHED_IDLE as the image runs them (`env` may say otherwise), and
+ * the bench's job types (startTemplateApp).
  */
 export async function startTemplate(
   root: string,
   env: Env,
   options: { api?: number; worker?: number; dist?: string; nodeArgs?: string[] } = {},
 ): Promise<{ api: AppProcess; worker: AppProcess }> {
-  const entry = (app: string) => join(options.dist ?? join(root, 'dist'), 'apps', app, 'src', 'main.js');
-  if (!existsSync(entry('api'))) throw new Error(`no build at ${entry('api')}: run \`npx nest build\` first (npm run bench does)`);
+  const dist = options.dist ?? join(root, 'dist');
+  if (!existsSync(join(dist, 'apps', 'api', 'src', 'main.js'))) throw new Error(`no build at ${dist}: run \`npx nest build\` first (npm run bench does)`);
   env = { ...IMAGE_ENV, ...env };
   const [api, worker] = await Promise.all([
-    startNode(entry('api'), env, { cwd: root, kind: 'api', port: options.api, nodeArgs: options.nodeArgs }),
-    startNode(entry('worker'), env, { cwd: root, portVar: 'WORKER_PORT', kind: 'worker', port: options.worker, nodeArgs: options.nodeArgs }),
+    startTemplateApp(dist, 'api', env, { cwd: root, port: options.api, nodeArgs: options.nodeArgs }),
+    startTemplateApp(dist, 'worker', env, { cwd: root, port: options.worker, nodeArgs: options.nodeArgs }),
   ]);
   return { api, worker };
 }

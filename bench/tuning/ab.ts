@@ -4,7 +4,7 @@ import type { AppProcess } from '../../test/support/apps';
 import { OtlpReceiver } from '../../test/support/otlp-receiver';
 import { blast } from '../load/blast';
 import { closedLoop, HttpClient } from '../load/http-client';
-import { nextN, rotate } from '../scenarios/context';
+import { nextTrivial, rotate } from '../scenarios/context';
 import { Progress } from '../support/progress';
 import { cpuMs, Env, startRedis, startTemplate } from '../support/stack';
 import { Rounds, summarize } from '../support/stats';
@@ -72,13 +72,13 @@ async function main(): Promise<void> {
         const run = await closedLoop({
           concurrency: 32,
           durationMs: seconds * 1000,
-          task: () => c.json('POST', '/v1/jobs/sum', { json: { n: nextN() }, headers: { prefer: 'wait=30' } }),
+          task: () => c.json('POST', '/v1/jobs/bench-sum', { json: nextTrivial(), headers: { prefer: 'wait=30' } }),
         });
         return { value: run.results.length / (run.elapsedMs / 1000), units: run.results.length };
       },
       sequential: async (api) => {
         const c = client(api);
-        const run = await closedLoop({ concurrency: 1, total: 100, task: () => c.json('POST', '/v1/jobs/sum', { json: { n: nextN() }, headers: { prefer: 'wait=30' } }) });
+        const run = await closedLoop({ concurrency: 1, total: 100, task: () => c.json('POST', '/v1/jobs/bench-sum', { json: nextTrivial(), headers: { prefer: 'wait=30' } }) });
         return { value: summarize(run.latencies).p50, units: run.results.length };
       },
     };

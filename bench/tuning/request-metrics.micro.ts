@@ -18,9 +18,9 @@ const registry = new Registry();
 const buckets = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 const labels = { route: '/v1/jobs/:type', method: 'POST', status: '200' };
 const histogram = new Histogram({ name: 'h_seconds', help: 'h', labelNames: ['route', 'method', 'status'], buckets, registers: [registry] }).labels(labels);
-const counter = new Counter({ name: 'c_total', help: 'c', labelNames: ['type', 'outcome'], registers: [registry] }).labels({ type: 'sum', outcome: 'cached' });
+const counter = new Counter({ name: 'c_total', help: 'c', labelNames: ['type', 'outcome'], registers: [registry] }).labels({ type: 'fibonacci', outcome: 'cached' });
 const boundHistogram = new BoundHistogram({ name: 'bh_seconds', help: 'h', labelNames: ['route', 'method', 'status'], buckets, registers: [registry] }).bind(labels);
-const boundCounter = new BoundCounter({ name: 'bc_total', help: 'c', labelNames: ['type', 'outcome'], registers: [registry] }).bind({ type: 'sum', outcome: 'cached' });
+const boundCounter = new BoundCounter({ name: 'bc_total', help: 'c', labelNames: ['type', 'outcome'], registers: [registry] }).bind({ type: 'fibonacci', outcome: 'cached' });
 
 const rows: Array<[string, () => void]> = [
   ['histogram observe, prom-client child', () => histogram.observe(0.0009)],

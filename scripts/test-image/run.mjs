@@ -177,18 +177,20 @@ async function main() {
     });
 
     await step('worker drains a running job on podman stop (SIGTERM) and exits 0', async () => {
-      // A `sum` of about 4 s, sized from a short one, so the stop lands mid-job on any machine.
-      const probe = (await submit('sum', { n: 2e8 }, 60)).json;
+      // A `fibonacci` of about 4 s, sized from a short one, so the stop lands mid-job on any machine.
+      // why n from 33 up: the examples step ran n = 30; a cached n would answer without a job.
+      const probe = (await submit('fibonacci', { n: 33 }, 60)).json;
       const probeMs = Date.parse(probe?.finishedAt) - Date.parse(probe?.startedAt);
-      if (!(probeMs >= 0)) fail(`sum 2e8: ${JSON.stringify(probe)}`);
-      const n = Math.min(1e12, Math.round((2e8 * 4000) / Math.max(1, probeMs)));
-      const { id } = (await submit('sum', { n })).json;
+      if (!(probeMs >= 0)) fail(`fibonacci 33: ${JSON.stringify(probe)}`);
+      // Each step of n costs about the golden ratio (1.618) times the one before.
+      const n = Math.min(46, Math.max(34, 33 + Math.round(Math.log(4000 / Math.max(1, probeMs)) / Math.log(1.618))));
+      const { id } = (await submit('fibonacci', { n })).json;
       await waitFor(
         'the long job to run',
         async () => {
           const job = await view(id);
           if (job?.status === 'completed') fail('the long job finished before the stop: it was sized too small');
-          return job?.status === 'active' && job.progress > 0;
+          return job?.status === 'active';
         },
         60_000,
       );
@@ -199,7 +201,7 @@ async function main() {
       if (code !== '0') fail(`the worker exited ${code} on SIGTERM`);
       if (job?.status !== 'completed') fail(`the job running at the stop is ${job?.status}, not completed`);
       if (!/worker stopped cleanly/.test(worker.logs())) fail('the worker did not log its clean stop');
-      log(`sum ${n} was running at the stop: the draining worker finished it and exited 0 after ${seconds(Date.now() - t0)}`);
+      log(`fibonacci ${n} was running at the stop: the draining worker finished it and exited 0 after ${seconds(Date.now() - t0)}`);
     });
 
     await step('API drains on podman stop and exits 0', async () => {

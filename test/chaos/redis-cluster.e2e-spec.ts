@@ -1,5 +1,5 @@
 import { bullKey } from '@app/queue';
-import { distinctSort, SubmitLoad } from '../support/failover';
+import { distinctEcho, SubmitLoad } from '../support/failover';
 import { FailoverStack } from '../support/failover-stack';
 import { submit } from '../support/http';
 import { RedisClusterSet } from '../support/redis-ha';
@@ -68,7 +68,7 @@ describe('Redis Cluster: the primary of the default queue fails over under load'
     let lastReply: unknown;
     const unreplicated = await waitFor(
       async () => {
-        const reply = await submit(durable.url, 'sort', distinctSort());
+        const reply = await submit(durable.url, 'echo', distinctEcho());
         lastReply = { status: reply.status, body: reply.body };
         return reply.body?.code === 'NOT_REPLICATED' ? reply : undefined;
       },
@@ -76,7 +76,7 @@ describe('Redis Cluster: the primary of the default queue fails over under load'
     ).catch((error: Error) => {
       throw new Error(`${error.message}; last reply ${JSON.stringify(lastReply)}`);
     });
-    const heavyMeanwhile = await submit(durable.url, 'sum', { n: 1000 + (Date.now() % 1000) });
+    const heavyMeanwhile = await submit(durable.url, 'spin', { tag: `cluster-heavy-${Date.now()}` });
     // WAIT blocks only the submissions' own connection: reads and readiness are not held up by it.
     const readyWhileUnreplicated = (await fetch(`${durable.url}/health/ready`)).status;
     await old.start();

@@ -62,14 +62,14 @@ describe('Redis down at start-up', () => {
     await Promise.all([api.ready(15_000), worker.ready(15_000)]);
     const readyMs = Date.now() - t0;
 
-    // Right after readiness: 50 distinct jobs of three types.
+    // Right after readiness: 50 distinct jobs of three types, on both queues.
     const ledger = new Ledger('Redis down at start-up');
     const inputs = Array.from({ length: 50 }, (_, i) =>
       i % 3 === 0
         ? (['fibonacci', { n: 10 + i / 3 }] as const)
         : i % 3 === 1
-          ? (['sum', { n: 3_000_000 + i }] as const)
-          : (['pbkdf2', { password: 'pw', salt: `late-${i}`, iterations: 2000 }] as const),
+          ? (['echo', { n: 3_000_000 + i }] as const)
+          : (['spin', { ms: 20, tag: `late-${i}` }] as const),
     );
     await inParallel(inputs, 10, ([type, input]) => ledger.submit(api.url, type, input));
     const summary = await ledger.check(api.url, [worker], { timeoutMs: 30_000 });

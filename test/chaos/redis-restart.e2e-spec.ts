@@ -44,13 +44,13 @@ describe('Redis restart during a load', () => {
     let stop = false;
     let n = 1_000_000;
 
-    // Four clients submitting distinct sums, each pausing a little between requests.
+    // Four clients submitting distinct jobs, each pausing a little between requests.
     const lane = async () => {
       while (!stop) {
         const input = { n: n++ };
         const current = phase;
         const t0 = Date.now();
-        const reply = await ledger.submit(api!.url, 'sum', input);
+        const reply = await ledger.submit(api!.url, 'echo', input);
         attempts.push({
           phase: current,
           ms: Date.now() - t0,

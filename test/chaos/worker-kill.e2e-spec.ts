@@ -24,9 +24,9 @@ describe('worker killed mid-load (kill -9)', () => {
     [api, first] = await Promise.all([startApp('api', env), startApp('worker', env)]);
     const ledger = new Ledger('worker kill -9');
     const run = Date.now().toString(36);
-    // 200 distinct PBKDF2 jobs of ~20 ms each: several seconds of work for two threads.
-    const inputs = Array.from({ length: JOBS }, (_, i) => ({ password: `pw-${i}`, salt: `kill-${run}-${i}`, iterations: 40_000 }));
-    await inParallel(inputs, 20, (input) => ledger.submit(api!.url, 'pbkdf2', input));
+    // 200 distinct jobs of ~20 ms each: several seconds of work for two threads.
+    const inputs = Array.from({ length: JOBS }, (_, i) => ({ ms: 20, tag: `kill-${run}-${i}` }));
+    await inParallel(inputs, 20, (input) => ledger.submit(api!.url, 'spin', input));
     expect(ledger.entries.size).toBe(JOBS);
 
     const completedBy = (w: AppProcess) => w.logs.filter((l) => l.msg === 'job completed').length;
@@ -42,7 +42,7 @@ describe('worker killed mid-load (kill -9)', () => {
     second = await startApp('worker', env);
     const summary = await ledger.check(api.url, [first, second], { timeoutMs: 60_000 });
     // The second worker's own count (Prometheus) agrees with its log lines.
-    const metricRuns = await second.metric(`${METRIC_PREFIX}job_run_seconds_count`, { type: 'pbkdf2' });
+    const metricRuns = await second.metric(`${METRIC_PREFIX}job_run_seconds_count`, { type: 'spin' });
     ledger.print(summary, { doneByKilledWorker: doneBeforeKill, doneBySecondWorker: completedBy(second), secondWorkerMetricRuns: metricRuns });
     expect(metricRuns).toBe([...executions([second]).values()].reduce((a, b) => a + b, 0));
 

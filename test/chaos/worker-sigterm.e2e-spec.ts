@@ -35,7 +35,7 @@ describe('worker SIGTERM with jobs in flight', () => {
       what: 'four jobs active',
     });
     // Queued behind them: the draining worker must not take these; the next one does.
-    for (let i = 0; i < 4; i++) await ledger.submit(api.url, 'pbkdf2', { password: 'pw', salt: `queued-${run}-${i}`, iterations: 1000 });
+    for (let i = 0; i < 4; i++) await ledger.submit(api.url, 'echo', { text: `queued-${run}-${i}` });
 
     const t0 = Date.now();
     first.signal('SIGTERM');

@@ -1,5 +1,5 @@
 import { AppEnv, AppProcess, startAll, startApp, stackEnv } from './apps';
-import { distinctSort, expectOnly503s, type LatencyStats, SubmitLoad, submitLatency } from './failover';
+import { distinctEcho, expectOnly503s, type LatencyStats, SubmitLoad, submitLatency } from './failover';
 import { getJob, type Reply, request, submit } from './http';
 import { Ledger, type Summary } from './ledger';
 import type { RedisNode } from './redis-ha';
@@ -101,11 +101,11 @@ export class FailoverStack {
       this.ledgers.durable.check(durable.url, workers, { timeoutMs: 45_000 }),
       this.ledgers.plain.check(durable.url, workers, { timeoutMs: 45_000 }),
     ]);
-    const probes = [distinctSort(), distinctSort()];
+    const probes = [distinctEcho(), distinctEcho()];
     const waits = await Promise.all(
       [durable, plain].map(async (api, i) => {
         const t0 = Date.now();
-        const reply = await submit(api.url, 'sort', probes[i], { wait: 10 });
+        const reply = await submit(api.url, 'echo', probes[i], { wait: 10 });
         return { reply, ms: Date.now() - t0 };
       }),
     );
@@ -116,7 +116,7 @@ export class FailoverStack {
       throw error;
     });
     const cancelled = await request(`${durable.url}/v1/jobs/${spin.body.id}`, { method: 'DELETE' });
-    const cacheHit = await submit(plain.url, 'sort', probes[0]);
+    const cacheHit = await submit(plain.url, 'echo', probes[0]);
     return { durable: durableSummary, plain: plainSummary, waits, cancelled, cacheHit };
   }
 

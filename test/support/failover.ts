@@ -27,14 +27,13 @@ export interface Attempt {
 let unique = 0;
 
 /** A small job no other submission shares (so nothing is answered from the cache or joined). */
-export function distinctSort(): { numbers: number[] } {
-  const n = ++unique;
-  return { numbers: [n, n % 97, n % 13] };
+export function distinctEcho(): { n: number } {
+  return { n: ++unique };
 }
 
 /**
  * Steady submissions to several APIs: `lanes` clients per API, each posting a distinct job (mostly
- * `sort` on the default queue, every `fanOutEvery`-th a `parallel-sum` fan-out on the heavy queue)
+ * `echo` on the default queue, every `fanOutEvery`-th a `fan-out` of two on the heavy queue)
  * and pausing `pauseMs`. Every reply is recorded with the phase the test is in when it was sent.
  */
 export class SubmitLoad {
@@ -53,8 +52,8 @@ export class SubmitLoad {
       for (let i = 0; !this.stopping; i++) {
         const fanOut = this.options.fanOutEvery > 0 && (i + laneIndex) % this.options.fanOutEvery === 0;
         const [type, input, runs] = fanOut
-          ? (['parallel-sum', { n: 1_000_000 + ++unique, chunks: 2 }, 2] as const)
-          : (['sort', distinctSort(), 1] as const);
+          ? (['fan-out', { parts: 2, tag: `load-${++unique}` }, 2] as const)
+          : (['echo', distinctEcho(), 1] as const);
         const phase = this.phase;
         const t0 = Date.now();
         const reply = await submit(target.api.url, type, input).catch(() => ({ status: 0, headers: new Headers(), body: undefined }));
@@ -143,7 +142,7 @@ export interface LatencyStats {
 
 /**
  * Submit latency of each API, measured side by side: one caller, `rounds` alternating rounds of
- * `perRound` distinct `sort` submissions per API, so both see the same load on the machine.
+ * `perRound` distinct `echo` submissions per API, so both see the same load on the machine.
  */
 export async function submitLatency(apis: Array<{ name: string; api: AppProcess }>, { rounds = 4, perRound = 60 } = {}): Promise<Map<string, LatencyStats>> {
   const samples = new Map(apis.map(({ name }) => [name, [] as number[]]));
@@ -154,7 +153,7 @@ export async function submitLatency(apis: Array<{ name: string; api: AppProcess 
     for (const { name, api } of order) {
       for (let i = 0; i < perRound; i++) {
         const t0 = performance.now();
-        const reply = await submit(api.url, 'sort', distinctSort());
+        const reply = await submit(api.url, 'echo', distinctEcho());
         if (reply.status !== 202) throw new Error(`latency probe: ${name} answered ${reply.status} ${JSON.stringify(reply.body)}`);
         samples.get(name)!.push(performance.now() - t0);
         const wait = /(?:^|, )replicas;dur=([\d.]+)/.exec(reply.headers.get('server-timing') ?? '')?.[1];

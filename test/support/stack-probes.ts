@@ -28,9 +28,9 @@ export async function keysMatching(node: RedisNode, pattern: string): Promise<st
  */
 export async function expectStackWorks(api: AppProcess, { queue, cache, prefix }: { queue: RedisNode; cache: RedisNode; prefix: string }): Promise<void> {
   const tag = `${process.pid}-${++unique}`;
-  const input = { numbers: [3, 1000 + unique, 1, 2] };
-  const first = await submit(api.url, 'sort', input, { wait: 10 });
-  expect(first.body).toMatchObject({ status: 'completed', result: { sorted: [1, 2, 3, 1000 + unique] } });
+  const input = { text: `probe-${tag}`, numbers: [3, 1, 2] };
+  const first = await submit(api.url, 'echo', input, { wait: 10 });
+  expect(first.body).toMatchObject({ status: 'completed', result: { ...input, choice: 'a' } });
 
   const streamed = await submit(api.url, 'chaos', { mode: 'spin', ms: 300, tag });
   const events = await readEvents(`${api.url}/v1/jobs/${streamed.body.id}/events`);
@@ -41,7 +41,7 @@ export async function expectStackWorks(api: AppProcess, { queue, cache, prefix }
   const cancelled = await request(`${api.url}/v1/jobs/${spin.body.id}`, { method: 'DELETE' });
   expect(cancelled.body).toMatchObject({ status: 'cancelled', error: { code: 'JOB_CANCELLED' } });
 
-  const again = await submit(api.url, 'sort', input);
+  const again = await submit(api.url, 'echo', input);
   expect(again.body).toMatchObject({ status: 'completed', cached: true });
   expect(await keysMatching(cache, `${prefix}:cache:*`)).not.toEqual([]);
   expect(await keysMatching(queue, `${prefix}:cache:*`)).toEqual([]);

@@ -59,11 +59,13 @@ async function bootstrap(): Promise<void> {
 
   await app.listen(config.workerPort, config.host);
   const queues = app.get<string[]>(WORKER_QUEUES);
-  const types = app
-    .get(JobRegistry)
+  const registry = app.get(JobRegistry);
+  const types = registry
     .list()
     .filter((d) => queues.includes(d.queue))
     .map((d) => `${d.name}@${knownVersions(d).join('+')}`);
+  const idle = queues.filter((queue) => !registry.queues().includes(queue));
+  if (idle.length > 0) logger.warn(`no job type uses queue ${idle.join(', ')}: this worker idles on it (drop it from WORKER_QUEUES and DEPLOYED_QUEUES)`, 'Bootstrap');
   const traces = app.get(TRACING) ? `; traces to ${config.otel.endpoint}` : '';
   logger.log(
     `worker consuming queues ${queues.join(', ')} with ${config.workerThreads} threads; probes on ${await app.getUrl()}; job types ${types.join(', ')}${traces}`,

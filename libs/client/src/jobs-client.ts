@@ -36,8 +36,8 @@ const FINAL_EVENTS = new Set(['completed', 'failed', 'cancelled']);
 const RECONNECT_MS = 250;
 
 /**
- * The HTTP API of nest-offload, typed by the job declarations: `submit('sum', { n: 10 })` checks the
- * input against sum's schema and types the completed view's `result` by its output. Errors are
+ * The HTTP API of nest-offload, typed by the job declarations: `submit('fibonacci', { n: 10 })` checks
+ * the input against fibonacci's schema and types the completed view's `result` by its output. Errors are
  * `ProblemError`s; a timeout or abort rejects with the signal's reason (a `TimeoutError` or
  * `AbortError` DOMException). 429 and 503 answers are retried after their `Retry-After`.
  */

@@ -124,5 +124,7 @@ describe('defineFanOut', () => {
   it('registers only with its child type', () => {
     expect(() => new JobRegistry([halves])).toThrow(/fans out to "part", which is not registered/);
     expect(new JobRegistry([halves, part]).queues()).toEqual(['side']);
+    // Workers may also consume the deployed queues, which no type here uses.
+    expect(new JobRegistry([halves, part]).workerQueues()).toEqual(['default', 'heavy', 'side']);
   });
 });

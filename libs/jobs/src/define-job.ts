@@ -142,6 +142,12 @@ export type JobShare = 'all' | 'caller';
 
 /** The queue of every type that names none. */
 export const DEFAULT_QUEUE = 'default';
+/**
+ * The queues the shipped manifests run workers for (docker/compose.yaml, docker/kubernetes), used by
+ * a type or not. why: once `remove:job` has taken a queue's last type, its workers idle on it (KEDA
+ * scales them to zero) instead of refusing to start. Drop a queue here together with its workers.
+ */
+export const DEPLOYED_QUEUES: readonly string[] = [DEFAULT_QUEUE, 'heavy'];
 /** BullMQ's priority range (1 … 2^21). */
 const MAX_PRIORITY = 2 ** 21;
 

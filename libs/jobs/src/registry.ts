@@ -1,21 +1,32 @@
 import { chaos } from './chaos.job';
-import { JobDefinition } from './define-job';
+import { DEPLOYED_QUEUES, JobDefinition } from './define-job';
+import { echo } from './echo.job';
+import { fanOut } from './fan-out.job';
 import { fibonacci } from './fibonacci.job';
 import { markdown } from './markdown.job';
 import { parallelSum } from './parallel-sum.job';
 import { pbkdf2 } from './pbkdf2.job';
+import { privateEcho } from './private-echo.job';
 import { sort } from './sort.job';
+import { spin } from './spin.job';
 import { sum } from './sum.job';
 import { sumRangeJob } from './sum-range.job';
 
 /** The job types this service offers. Adding one is a new `*.job.ts` file and one line here. */
 export const coreJobs = [fibonacci, pbkdf2, sum, sort, sumRangeJob, parallelSum, markdown] as const;
 
-/** Everything a pool thread can run: the core types plus the opt-in test type. */
-export const allJobs = [...coreJobs, chaos] as const;
+/**
+ * The types tests and drills run, registered only with CHAOS_JOBS=true (which production refuses):
+ * chaos misbehaves on request; the others stand in for the examples (an echo, one shared only by its
+ * caller, a long job on a second queue and a fan-out), so the tests need no example but fibonacci.
+ */
+export const testJobs = [chaos, echo, privateEcho, spin, fanOut] as const;
+
+/** Everything a pool thread can run: the core types plus the opt-in test types. */
+export const allJobs = [...coreJobs, ...testJobs] as const;
 
 export type JobName = (typeof allJobs)[number]['name'];
-/** The declaration of one job type: `JobOf<'sum'>`. */
+/** The declaration of one job type: `JobOf<'fibonacci'>`. */
 export type JobOf<N extends JobName> = Extract<(typeof allJobs)[number], { name: N }>;
 export type InputOf<N extends JobName> = Parameters<JobOf<N>['run']>[0];
 export type OutputOf<N extends JobName> = Awaited<ReturnType<JobOf<N>['run']>>;
@@ -54,6 +65,11 @@ export class JobRegistry {
   /** The queues these types go to, sorted: every queue some worker must consume. */
   queues(): string[] {
     return [...new Set(this.list().map((def) => def.queue))].sort();
+  }
+
+  /** Every queue a worker may consume, sorted: these types' and the deployed ones (DEPLOYED_QUEUES). */
+  workerQueues(): string[] {
+    return [...new Set([...this.queues(), ...DEPLOYED_QUEUES])].sort();
   }
 
   static forConfig(options: { chaosJobs: boolean }): JobRegistry {

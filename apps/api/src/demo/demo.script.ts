@@ -58,18 +58,54 @@ export const DEMO_SCRIPT = String.raw`
       .then(function () { t.loopBusy = false; });
   }
 
+  // The work on offer: every job type this API serves (GET /v1/job-types); the baseline runs the same
+  // declarations. A job's input is the type's first example with Size in its first integer field
+  // and a fresh value in each free-text string field, so no two jobs share a cache entry.
+  var work = document.getElementById('work'), sizeEl = document.getElementById('size');
+  demo.types = {};
+  function sizeField(t) {
+    var props = t.inputSchema.properties || {};
+    return Object.keys(props).filter(function (k) { return props[k].type === 'integer'; })[0];
+  }
+  function freshFields(t) {
+    var props = t.inputSchema.properties || {};
+    return Object.keys(props).filter(function (k) { return props[k].type === 'string' && !props[k].enum && !props[k].pattern && !props[k].format; });
+  }
+  function chosen() {
+    var t = demo.types[work.value], field = t && sizeField(t);
+    sizeEl.value = field && t.examples[0][field] !== undefined ? t.examples[0][field] : 1;
+    sizeEl.disabled = !field;
+    sizeEl.title = field ? field + ' in the input (at most ' + t.inputSchema.properties[field].maximum + ')' : 'this type has no integer field';
+  }
+  fetch('/v1/job-types', { cache: 'no-store' })
+    .then(function (r) { if (!r.ok) throw new Error('HTTP ' + r.status); return r.json(); })
+    .then(function (list) {
+      work.innerHTML = '';
+      list.filter(function (t) { return t.examples.length; }).forEach(function (t) {
+        demo.types[t.type] = t;
+        work.add(new Option(t.type + (freshFields(t).length ? '' : ' (the template caches each input after one run)'), t.type));
+      });
+      // why: a type with a string to make fresh runs every job it is sent; one without is cached after one run.
+      var fresh = Object.keys(demo.types).filter(function (type) { return freshFields(demo.types[type]).length; })[0];
+      if (fresh) work.value = fresh;
+      work.addEventListener('change', chosen);
+      chosen();
+    })
+    .catch(function (e) { work.innerHTML = ''; work.add(new Option('job types not loaded: ' + e.message, '')); });
+
   function jobInput() {
-    var work = document.getElementById('work').value;
-    var size = Math.max(1, Number(document.getElementById('size').value) || 1);
-    if (work === 'fibonacci') return { type: 'fibonacci', input: { n: Math.min(size, 45) } };
-    var salt = Math.random().toString(36).slice(2) + Date.now().toString(36);
-    return { type: 'pbkdf2', input: { password: 'demo', salt: salt, iterations: Math.min(size, 10000000) } };
+    var t = demo.types[work.value], field = sizeField(t);
+    var input = JSON.parse(JSON.stringify(t.examples[0]));
+    if (field) input[field] = Math.max(1, Math.min(Number(sizeEl.value) || 1, t.inputSchema.properties[field].maximum || Infinity));
+    freshFields(t).forEach(function (k) { input[k] = Math.random().toString(36).slice(2) + Date.now().toString(36); });
+    return { type: t.type, input: input };
   }
 
   // why: a browser opens at most 6 connections per origin; jobs that hold one open would starve the
   // pings. So at most MAX_ACTIVE jobs per server are in flight, and the template's are not held open:
   // it answers 202 at once and the page polls the job until it is final.
   function fire(t) {
+    if (!demo.types[work.value]) return;
     var count = Math.max(1, Math.min(64, Number(document.getElementById('count').value) || 1));
     for (var i = 0; i < count; i++) t.waiting.push(jobInput());
     t.sent += count;

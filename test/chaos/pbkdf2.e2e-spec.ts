@@ -1,0 +1,62 @@
+import { readFileSync } from 'node:fs';
+import { AppProcess, startStack, stackEnv } from '../support/apps';
+import { submit } from '../support/http';
+
+/** CPU seconds (user + system) a process has used so far, from /proc (Linux). */
+function cpuSeconds(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+/*
+ * A timed-out (or cancelled) job inside a native call keeps running until the call returns: V8 can
+ * stop a thread only while it runs JavaScript, and pbkdf2Sync runs in OpenSSL. The pool replaces the
+ * thread at once, so the job fails on time, but the old thread holds a core until then, and the
+ * worker cannot exit before it ends. So pbkdf2 bounds the work one input may ask for
+ * (PBKDF2_MAX_WORK: about 5 s of sha512 here), and the worst case is that bounded wait. Named after
+ * the type, so `npm run remove:job -- pbkdf2` removes it with it.
+ */
+const linux = process.platform === 'linux' ? describe : describe.skip;
+linux('a job stuck in native code past its timeout', () => {
+  let api: AppProcess | undefined;
+  let worker: AppProcess | undefined;
+  let stop: (() => Promise<void>) | undefined;
+
+  afterAll(async () => {
+    worker?.signal('SIGKILL');
+    await stop?.();
+  });
+
+  it('refuses unbounded native work; a bounded job that times out lets the worker exit 0 in time', async () => {
+    const SHUTDOWN_TIMEOUT_MS = 2000;
+    ({ api, worker, stop } = await startStack(
+      stackEnv('chaos-native-timeout', { WORKER_THREADS: '1', JOB_TIMEOUT_MS: '1000', WORKER_NICE: '0', WORKER_SCHED: 'other', SHUTDOWN_TIMEOUT_MS: String(SHUTDOWN_TIMEOUT_MS) }),
+    ));
+    // 52 blocks x 10M iterations of HMAC-SHA1 would hold a core for minutes: refused up front.
+    const unbounded = await submit(api.url, 'pbkdf2', { password: 'p', salt: 's', iterations: 10_000_000, keylen: 1024, digest: 'sha1' });
+    expect(unbounded.status).toBe(400);
+    expect(unbounded.body.errors).toEqual([expect.objectContaining({ field: 'iterations' })]);
+
+    // The most work allowed (10M iterations of one sha512 block) past a 1 s timeout.
+    const input = { password: 'p', salt: `native-${Date.now()}`, iterations: 10_000_000 };
+    const res = await submit(api.url, 'pbkdf2', input, { wait: 15 });
+    expect(res.body).toMatchObject({ status: 'failed', error: { code: 'JOB_TIMEOUT' } });
+    const before = cpuSeconds(worker.pid);
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    const burnt = cpuSeconds(worker.pid) - before;
+
+    const t0 = Date.now();
+    worker.signal('SIGTERM');
+    let timer: NodeJS.Timeout | undefined;
+    const code = await Promise.race([
+      worker.exited,
+      new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), SHUTDOWN_TIMEOUT_MS + 10_000))),
+    ]);
+    clearTimeout(timer);
+    console.log(
+      `[native-timeout] max-work pbkdf2 timed out; worker CPU in the next 1 s: ${burnt.toFixed(2)} s (the native call finishing); ` +
+        `exit ${String(code)} after ${Date.now() - t0} ms`,
+    );
+    expect(code).toBe(0);
+  }, 60_000);
+});
