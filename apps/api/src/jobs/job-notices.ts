@@ -5,7 +5,7 @@ import { CONFIG, type Config } from '@app/config';
 import { Lifecycle } from '@app/health';
 import { JobRegistry } from '@app/jobs';
 import { type JobNotice, type JobRecord, noticeChannel, NOTIFY, watchersKey } from '@app/queue';
-import { LuaScript, type RedisClient, RedisConnections } from '@app/redis';
+import { type RedisClient, RedisConnections } from '@app/redis';
 import { QUEUE_REDIS } from '../queues/queue.providers';
 
 /**
@@ -16,13 +16,6 @@ import { QUEUE_REDIS } from '../queues/queue.providers';
 export type JobEvent = { kind: 'progress'; progress: number } | { kind: 'final'; state: 'completed' | 'failed'; record?: JobRecord } | { kind: 'settled' };
 
 type Listener = (event: JobEvent) => void;
-
-/**
- * Adds KEYS[1]'s channel ARGV[1] to a job's watchers, for ARGV[2] seconds (the worker deletes the
- * set when the job ends; the expiry covers a job that never does).
- */
-const WATCH = new LuaScript(`redis.call('SADD', KEYS[1], ARGV[1])
-redis.call('EXPIRE', KEYS[1], ARGV[2])`, 1);
 
 /** How long a watcher's registration outlives a job that never ends (lost, removed by hand). */
 const WATCH_TTL_SECONDS = 24 * 3600;
@@ -92,7 +85,12 @@ export class JobNotices implements OnModuleInit {
    * once Redis has it.
    */
   async register(queue: string, id: string, connection: RedisClient = this.redis): Promise<void> {
-    await WATCH.run(connection, watchersKey(this.config.redisPrefix, queue, id), this.channel(queue), WATCH_TTL_SECONDS);
+    const key = watchersKey(this.config.redisPrefix, queue, id);
+    // why two commands, not a script: a script goes by its SHA, and a Redis that does not have it
+    // yet (a new primary after a failover) gets it again only after the add that follows: a job
+    // that ended in between would find no watcher. The worker deletes the set when the job ends;
+    // the expiry covers a job that never does.
+    await Promise.all([connection.sadd(key, this.channel(queue)), connection.expire(key, WATCH_TTL_SECONDS)]);
   }
 
   /**
