@@ -1,6 +1,9 @@
+import { rmSync } from 'node:fs';
 import { Redis } from 'ioredis';
-import { corkUntilNextTick, LuaScript } from '@app/redis';
+import { corkUntilNextTick, LuaScript, replicaMark, waitForReplicas } from '@app/redis';
 import { RedisServer } from './support/redis';
+import { newNode, type RedisNode } from './support/redis-ha';
+import { sleep, waitFor } from './support/wait';
 
 /** Redis' count of reads from its clients: one per batch of commands it took off a socket. */
 async function readsProcessed(admin: Redis): Promise<number> {
@@ -46,5 +49,50 @@ describe('sending to Redis', () => {
     expect((await readsProcessed(admin)) - before).toBe(2);
     // Once the tick has passed, the connection writes as it did.
     await expect(redis.get('a')).resolves.toBe('12');
+  });
+});
+
+/**
+ * A WAIT in flight when its connection drops is sent again by ioredis once it reconnects
+ * (autoResendUnfulfilledCommands), to whatever primary it reaches then: after a failover, one that
+ * counts its own replicas, not the writes sent before. REDIS_MIN_REPLICAS_ACK's "accepted means
+ * durable" must not take that answer.
+ */
+describe('waiting for replicas across a reconnect', () => {
+  let lone: RedisServer | undefined;
+  let primary: RedisServer | undefined;
+  let replica: RedisNode | undefined;
+  let client: Redis | undefined;
+  afterAll(async () => {
+    client?.disconnect();
+    await replica?.kill();
+    if (replica) rmSync(replica.dir, { recursive: true, force: true });
+    await Promise.all([lone?.stop(), primary?.stop()]);
+  });
+
+  it('counts no replica when the WAIT was answered on another connection than the writes went out on', async () => {
+    [lone, primary] = await Promise.all([RedisServer.start(), RedisServer.start()]);
+    replica = await newNode('replica', '', (port) => ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--replicaof', '127.0.0.1', String(primary!.port)]);
+    await replica.start();
+    const admin = new Redis(primary.url);
+    await waitFor(async () => /connected_slaves:1/.test(await admin.info('replication')), { what: 'the replica linked' });
+    await admin.quit();
+
+    const across = async (mark: boolean): Promise<number> => {
+      client = new Redis(lone!.url);
+      const marked = mark ? replicaMark(client, 'k') : undefined;
+      await client.set('k', '1');
+      // The lone server has no replica: this WAIT blocks until the connection is moved under it.
+      const acked = waitForReplicas(client, 'k', 1, 5000, marked);
+      await sleep(200);
+      client.options.port = primary!.port;
+      client.stream.destroy();
+      const result = await acked;
+      client.disconnect();
+      return result;
+    };
+    // Unguarded, the resent WAIT reports the other primary's replica for a write it never had.
+    await expect(across(false)).resolves.toBe(1);
+    await expect(across(true)).resolves.toBe(0);
   });
 });

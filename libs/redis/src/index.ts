@@ -6,5 +6,5 @@ export { RedisConnections } from './redis.connections';
 export { RedisModule } from './redis.module';
 export { logRedisRefusals } from './refusal-log';
 export type { RedisClient, RedisRole } from './redis.factory';
-export { waitForReplicas } from './replicas';
+export { replicaMark, type ReplicaMark, waitForReplicas } from './replicas';
 export { checkRedisTargets } from './start-up-check';

@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { CONFIG, type Config } from '@app/config';
-import { type RedisClient, waitForReplicas } from '@app/redis';
+import { type RedisClient, replicaMark, type ReplicaMark, waitForReplicas } from '@app/redis';
 import { ApiError } from '../http/api-error';
 import type { ServerTiming } from '../http/server-timing';
 import { type JobsQueue, SUBMIT_REDIS } from '../queues/queue.providers';
@@ -23,16 +23,22 @@ export class ReplicaAck {
     @Inject(CONFIG) private readonly config: Config,
   ) {}
 
+  /** Taken before a submission's writes to `queue`, for `confirm` (see replicaMark); none without REDIS_MIN_REPLICAS_ACK. */
+  mark(queue: JobsQueue): ReplicaMark | undefined {
+    return this.config.redisMinReplicasAck > 0 ? replicaMark(this.redis, queue.toKey('mark')) : undefined;
+  }
+
   /**
-   * Resolves once enough replicas have job `id` of `queue`; a 503 NOT_REPLICATED otherwise. why 503
+   * Resolves once enough replicas have job `id` of `queue`, written since `mark`; a 503
+   * NOT_REPLICATED otherwise (also when the connection changed in between). why 503
    * and not 202 "maybe": the client must not rely on a job a failover may lose. The job may still
    * exist and run; a retry of the same input joins it through single flight, or queues it anew if
    * it was lost.
    */
-  async confirm(queue: JobsQueue, id: string, timing?: ServerTiming): Promise<void> {
+  async confirm(queue: JobsQueue, id: string, mark: ReplicaMark | undefined, timing?: ServerTiming): Promise<void> {
     const wanted = this.config.redisMinReplicasAck;
     if (wanted === 0) return;
-    const acked = await waitForReplicas(this.redis, queue.toKey(id), wanted, REPLICA_ACK_TIMEOUT_MS);
+    const acked = await waitForReplicas(this.redis, queue.toKey(id), wanted, REPLICA_ACK_TIMEOUT_MS, mark);
     timing?.mark('replicas');
     if (acked < wanted) {
       throw new ApiError(

@@ -104,6 +104,7 @@ export class SubmitPipeline {
       watches.forEach((watch) => watch.close());
       throw error;
     };
+    const mark = this.replicas.mark(queue);
     // why: the watchers, the owners and the add leave in one write.
     corkUntilNextTick(connection);
     const registered = options.wait ? adding.map(({ id }) => this.notices.register(def.queue, id, connection)) : [];
@@ -117,7 +118,7 @@ export class SubmitPipeline {
     options.timing?.mark('enqueue');
     // One WAIT covers them all: they were written on one connection, before it. A joined job too:
     // joining wrote a "deduplicated" event after the job it joined.
-    await this.replicas.confirm(queue, added.at(-1)!.id!, options.timing).catch(closeAll);
+    await this.replicas.confirm(queue, added.at(-1)!.id!, mark, options.timing).catch(closeAll);
 
     const joined: string[] = [];
     added.forEach((job, n) => {
