@@ -183,8 +183,13 @@ describe('starting a service from the template, on a clean copy', () => {
     const command = /^npm run remove:job -- ([a-z0-9 -]+?) +# every example but fibonacci$/m.exec(copy.read('README.md'));
     examples = command?.[1].split(' ') ?? [];
     expect(examples.length).toBeGreaterThan(0);
-    const output = ok(copy.exec('npm', ['run', '--silent', 'remove:job', '--', ...examples]));
-    expect(output).toMatch(`remove:job: removed job types ${examples.map((name) => `"${name}"`).join(', ')}:\n`);
+    // why a filter: in a service that already ran that command (its suite still runs this test) the
+    // examples are gone, and only the end state below is left to check.
+    const present = examples.filter((name) => copy.exists(`libs/jobs/src/${name}.job.ts`));
+    if (present.length > 0) {
+      const output = ok(copy.exec('npm', ['run', '--silent', 'remove:job', '--', ...present]));
+      expect(output).toMatch(`remove:job: removed job types ${present.map((name) => `"${name}"`).join(', ')}:\n`);
+    }
     for (const name of examples) expect([name, copy.exists(`libs/jobs/src/${name}.job.ts`)]).toEqual([name, false]);
     // Every shipped type left is fibonacci or the one new:job added.
     expect(copy.read('libs/jobs/src/registry.ts')).toMatch(/^export const coreJobs = \[fibonacci, collatzRecord\] as const;$/m);
