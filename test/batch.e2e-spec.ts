@@ -1,7 +1,3 @@
-import IORedis from 'ioredis';
-import { canonicalJson } from '@app/jobs';
-import { childJobId, queueKeys } from '@app/queue';
-import { recordDigest, requestFingerprint } from '../apps/api/src/idempotency/idempotency-key';
 import { AppProcess, startApp, stackEnv } from './support/apps';
 import { Reply, request, submit } from './support/http';
 import { rawRequest } from './support/raw-http';
@@ -157,38 +153,6 @@ describe('batch submissions', () => {
       // writing 6 MB then gets EPIPE instead of the answer (test/input/bad-input covers the body too).
       const huge = await rawRequest(api.port, `POST /v1/jobs/echo/batch HTTP/1.1\r\nHost: api\r\nContent-Type: application/json\r\nContent-Length: ${6 * 1024 * 1024}\r\n\r\n`);
       expect(huge.status).toBe(413);
-    });
-
-    it('gives a retry with the same Idempotency-Key the same jobs and the same problems', async () => {
-      const items = [{ n: 7_000_001 }, { n: -1 }, { n: 7_000_002 }, { n: 7_000_001 }];
-      const headers = { 'idempotency-key': '"batch-retry-1"' };
-      const first = await postBatch(api, 'echo', items, { headers });
-      const again = await postBatch(api, 'echo', items, { headers, wait: 10 });
-      expect(again.status).toBe(200);
-      expect(again.body.items.map((e: any) => e.job?.id ?? e.problem.code)).toEqual(first.body.items.map((e: any) => e.job?.id ?? e.problem.code));
-      expect(again.body.items[0].job).toMatchObject({ status: 'completed', result: echoed(7_000_001) });
-      const other = await postBatch(api, 'echo', [{ n: 7_000_003 }], { headers });
-      expect(other.status).toBe(422);
-      expect(other.body.code).toBe('IDEMPOTENCY_KEY_CONFLICT');
-    });
-
-    it('takes over the Idempotency-Key of a batch whose replica died, adding under the ids it had planned', async () => {
-      // why `choice` given: each item is then its validated input, which the fingerprint is made of.
-      const items = [{ n: 7_100_001, choice: 'a' }, { n: 7_100_002, choice: 'a' }, { n: 7_100_001, choice: 'a' }];
-      const planned = '2d3e4f5a-6b7c-4d8e-9f0a-1b2c3d4e5f6a';
-      const client = new IORedis(redis.url);
-      try {
-        // The claim a replica leaves when it dies before recording its jobs, a minute old by Redis time.
-        const [seconds] = await client.time();
-        const fp = requestFingerprint(['POST /v1/jobs/echo/batch', ...items.map((item) => canonicalJson(item))]);
-        const record = { fp, planned, owner: 'a-dead-replica', at: (Number(seconds) - 60) * 1000 };
-        await client.set(queueKeys(env.REDIS_PREFIX!).idempotency(recordDigest('anonymous', 'batch-died')), JSON.stringify(record), 'EX', 600);
-      } finally {
-        client.disconnect();
-      }
-      const res = await postBatch(api, 'echo', items, { headers: { 'idempotency-key': 'batch-died' }, wait: 10 });
-      expect(res.status).toBe(200);
-      expect(res.body.items.map((e: { job: { id: string } }) => e.job.id)).toEqual([childJobId(planned, 0), childJobId(planned, 1), childJobId(planned, 0)]);
     });
 
     it('costs one round trip to Redis to add 1,000 jobs (counted by a proxy that holds each reply 250 ms)', async () => {

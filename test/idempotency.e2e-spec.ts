@@ -1,9 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import IORedis from 'ioredis';
 import { allJobs, canonicalJson } from '@app/jobs';
-import { queueKeys } from '@app/queue';
+import { childJobId, queueKeys } from '@app/queue';
 import { recordDigest, requestFingerprint } from '../apps/api/src/idempotency/idempotency-key';
 import { AppProcess, startApp, startStack, stackEnv } from './support/apps';
+import { ifPresent } from './support/capabilities';
 import { Reply, request, submit } from './support/http';
 import { waitFor } from './support/wait';
 
@@ -175,6 +176,42 @@ describe('Idempotency-Key', () => {
       const ownersJob = await post(api, undefined, input, { wait: 5 });
       await deadClaim(key, input, planned, 0, ownersJob.body.id);
       expect((await retry).body).toMatchObject({ id: ownersJob.body.id, status: 'completed' });
+    });
+  });
+
+  ifPresent('batch').describe('on a batch (POST /v1/jobs/{type}/batch)', () => {
+    const echoed = (n: number) => ({ n, choice: 'a' });
+    const postBatch = (key: string, items: unknown[], wait?: number): Promise<Reply> => {
+      const headers: Record<string, string> = { authorization: `Bearer ${WEB}`, 'idempotency-key': key };
+      if (wait !== undefined) headers.prefer = `wait=${wait}`;
+      return request(`${api.url}/v1/jobs/echo/batch`, { method: 'POST', json: { items }, headers });
+    };
+
+    it('gives a retry with the same key the same jobs and the same problems', async () => {
+      const key = `"${fresh('batch-retry')}"`;
+      const items = [{ n: 7_000_001 }, { n: -1 }, { n: 7_000_002 }, { n: 7_000_001 }];
+      const first = await postBatch(key, items);
+      const again = await postBatch(key, items, 10);
+      expect(again.status).toBe(200);
+      expect(again.body.items.map((e: any) => e.job?.id ?? e.problem.code)).toEqual(first.body.items.map((e: any) => e.job?.id ?? e.problem.code));
+      expect(again.body.items[0].job).toMatchObject({ status: 'completed', result: echoed(7_000_001) });
+      const other = await postBatch(key, [{ n: 7_000_003 }]);
+      expect(other.status).toBe(422);
+      expect(other.body.code).toBe('IDEMPOTENCY_KEY_CONFLICT');
+    });
+
+    it('takes over the key of a batch whose replica died, adding under the ids it had planned', async () => {
+      const key = fresh('batch-died');
+      // why `choice` given: each item is then its validated input, which the fingerprint is made of.
+      const items = [{ n: 7_100_001, choice: 'a' }, { n: 7_100_002, choice: 'a' }, { n: 7_100_001, choice: 'a' }];
+      const planned = '2d3e4f5a-6b7c-4d8e-9f0a-1b2c3d4e5f6a';
+      // The claim a replica leaves when it dies before recording its jobs, a minute old by Redis time.
+      const [seconds] = await redis.time();
+      const fp = requestFingerprint(['POST /v1/jobs/echo/batch', ...items.map((item) => canonicalJson(item))]);
+      await redis.set(recordKey(key), JSON.stringify({ fp, planned, owner: 'a-dead-replica', at: (Number(seconds) - 60) * 1000 }), 'EX', 600);
+      const res = await postBatch(key, items, 10);
+      expect(res.status).toBe(200);
+      expect(res.body.items.map((e: { job: { id: string } }) => e.job.id)).toEqual([childJobId(planned, 0), childJobId(planned, 1), childJobId(planned, 0)]);
     });
   });
 });

@@ -5,6 +5,7 @@ import type { Browser, Page } from 'playwright-core';
 import { JobRegistry } from '@app/jobs';
 import { AppProcess, startAll, startApp, stackEnv } from './support/apps';
 import { launchBrowser } from './support/browser';
+import { ifPresent, present } from './support/capabilities';
 import { request, submit } from './support/http';
 
 const KEY = randomBytes(32).toString('hex');
@@ -16,6 +17,8 @@ const EXPECTED_BLOCKS = /fonts\.googleapis\.com/;
 /** What the apps serve here (CHAOS_JOBS=false): the types and queues of a production deployment. */
 const registry = JobRegistry.forConfig({ chaosJobs: false });
 const QUEUES = registry.queues();
+/** The page a browser signs in on: the first served (the docs, when this service kept them). */
+const FIRST_PAGE = present('docs') ? '/docs' : '/admin/queues';
 
 /**
  * The pages people open, in headless Chromium, behind the keys: sign in with an admin key, then the
@@ -23,7 +26,7 @@ const QUEUES = registry.queues();
  * shows every queue, all under the pages' Content-Security-Policy (a violation is a console error,
  * and fails).
  */
-describe('docs and dashboard pages', () => {
+(present('docs') || present('queue-dashboard') ? describe : describe.skip)('docs and dashboard pages', () => {
   let api: AppProcess;
   let worker: AppProcess;
   let browser: Browser;
@@ -45,19 +48,19 @@ describe('docs and dashboard pages', () => {
   });
 
   it('asks a browser without a key to sign in, and signs it in with one', async () => {
-    const denied = await page.goto(`${api.url}/docs`);
+    const denied = await page.goto(`${api.url}${FIRST_PAGE}`);
     expect(denied!.status()).toBe(401);
     await page.fill('input[name=key]', 'not-one-of-the-keys-at-all');
     await page.click('button[type=submit]');
     expect(await page.locator('[role=alert]').textContent()).toMatch(/not one of the keys/);
     await page.fill('input[name=key]', ADMIN_KEY);
-    await Promise.all([page.waitForURL(`${api.url}/docs`), page.click('button[type=submit]')]);
+    await Promise.all([page.waitForURL(`${api.url}${FIRST_PAGE}`), page.click('button[type=submit]')]);
     // The two refusals above, and nothing else.
     expect(pageErrors).toEqual([expect.stringMatching(/status of 401/), expect.stringMatching(/status of 401/)]);
     pageErrors.length = 0;
   });
 
-  it('shows every operation of the API docs, and runs a job from them with the key', async () => {
+  ifPresent('docs').it('shows every operation of the API docs, and runs a job from them with the key', async () => {
     const doc = (await request(`${api.url}/docs-json`, { headers: { 'x-api-key': KEY } })).body;
     const operations = Object.values(doc.paths as Record<string, object>).reduce((n, item) => n + Object.keys(item).length, 0);
     await page.waitForSelector('.opblock', { timeout: 20_000 });
@@ -78,7 +81,7 @@ describe('docs and dashboard pages', () => {
     expect(pageErrors).toEqual([]);
   });
 
-  it('shows every queue on the dashboard, read-only', async () => {
+  ifPresent('queue-dashboard').it('shows every queue on the dashboard, read-only', async () => {
     for (let n = 20; n < 26; n++) await submit(api.url, 'fibonacci', { n }, { wait: 10, headers: { 'x-api-key': KEY } });
     // A job in every other queue: the first example of its first type.
     for (const queue of QUEUES.filter((q) => q !== 'default')) {

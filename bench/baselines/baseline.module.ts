@@ -1,9 +1,8 @@
-import { Controller, DynamicModule, Get, Inject, Module, OnApplicationShutdown, Optional } from '@nestjs/common';
+import { Controller, DynamicModule, Get, Header, Inject, Module, OnApplicationShutdown, Optional } from '@nestjs/common';
 import { BullModule } from '@nestjs/bullmq';
 import { QueueEvents } from 'bullmq';
 import IORedis from 'ioredis';
-import { DemoModule } from '../../apps/api/src/demo/demo.module';
-import { MetricsModule } from '../../libs/metrics/src';
+import { type LoopDelay, LoopMonitor, MetricsModule } from '../../libs/metrics/src';
 import { BASELINE_PREFIX, BASELINE_REDIS, INPROC_QUEUE } from './baseline.tokens';
 import { InlineJobsController } from './inline-jobs.controller';
 import { InprocJobsController, InprocProcessor } from './inproc-jobs';
@@ -20,6 +19,24 @@ class BaselineHealthController {
   @Get('ready')
   ready() {
     return { status: 'ok' };
+  }
+}
+
+/** The probes the template's /demo page polls on a baseline (`npm run demo`), as its own DemoController serves them. */
+@Controller('demo')
+class BaselineProbesController {
+  constructor(private readonly loop: LoopMonitor) {}
+
+  @Get('ping')
+  @Header('cache-control', 'no-store')
+  ping(): { ok: true; at: number } {
+    return { ok: true, at: Date.now() };
+  }
+
+  @Get('loop')
+  @Header('cache-control', 'no-store')
+  loopDelay(): LoopDelay {
+    return this.loop.latest();
   }
 }
 
@@ -52,22 +69,22 @@ export class BaselineModule {
     if (options.mode === 'inline') {
       return {
         module: BaselineModule,
-        imports: [DemoModule, MetricsModule],
-        controllers: [InlineJobsController, BaselineHealthController],
-        providers: [...common, ConnectionCloser],
+        imports: [MetricsModule],
+        controllers: [InlineJobsController, BaselineHealthController, BaselineProbesController],
+        providers: [...common, LoopMonitor, ConnectionCloser],
       };
     }
     return {
       module: BaselineModule,
       imports: [
-        DemoModule,
         MetricsModule,
         BullModule.forRoot({ connection, prefix: options.prefix }),
         BullModule.registerQueue({ name: INPROC_QUEUE }),
       ],
-      controllers: [InprocJobsController, BaselineHealthController],
+      controllers: [InprocJobsController, BaselineHealthController, BaselineProbesController],
       providers: [
         ...common,
+        LoopMonitor,
         InprocProcessor,
         { provide: QueueEvents, useFactory: () => new QueueEvents(INPROC_QUEUE, { connection, prefix: options.prefix }) },
         ConnectionCloser,

@@ -1,7 +1,7 @@
 import { Controller, Get, Header } from '@nestjs/common';
 import { ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { type LoopDelay, LoopMonitor } from '@app/metrics';
 import { DEMO_CSP, DEMO_PAGE } from './demo.page';
-import { LoopDelay, LoopMonitor } from './loop-monitor';
 
 /**
  * GET /demo: a page that plots, live, this API's ping latency and event-loop delay next to a

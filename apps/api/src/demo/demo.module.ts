@@ -1,6 +1,6 @@
 import { Module } from '@nestjs/common';
 import { DemoController } from './demo.controller';
-import { LoopMonitor } from './loop-monitor';
+import { LoopMonitor } from '@app/metrics';
 
 /** The /demo page and its two probes. Imported only when DEMO=true (never in production: see config). */
 @Module({

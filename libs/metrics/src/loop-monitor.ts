@@ -16,8 +16,8 @@ const ms = (ns: number) => Math.max(0, ns / 1e6 - RESOLUTION_MS);
 
 /**
  * Watches this process's event loop with `perf_hooks.monitorEventLoopDelay` and keeps the figures of
- * the last completed ~1 s window. No Nest inside, so the bench's baselines measure themselves with it
- * too; Nest calls `onModuleInit`/`onModuleDestroy` when it is a provider.
+ * the last completed ~1 s window, for the /demo page's probes (the demo's and the bench baselines').
+ * No Nest inside; Nest calls `onModuleInit`/`onModuleDestroy` when it is a provider.
  */
 export class LoopMonitor {
   private histogram?: ELDHistogram;
