@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { compileBench } from '../bench/support/compile';
 import { SCENARIOS } from '../bench/support/options';
+import { present } from './support/capabilities';
 import { runEnv } from './support/test-run';
 
 const ROOT = join(__dirname, '..');
@@ -44,7 +45,9 @@ describe('bench (smoke)', () => {
 
     const json = JSON.parse(readFileSync(join(results, 'latest.json'), 'utf8'));
     expect(json.meta).toMatchObject({ mode: 'smoke', passes: 1, roundsPerPass: 1 });
-    expect(Object.keys(json.scenarios)).toEqual([...SCENARIOS, 'memory']);
+    // Every scenario this build has (without the batch capability, no batch scenario).
+    const scenarios = SCENARIOS.filter((name) => name !== 'batch' || present('batch'));
+    expect(Object.keys(json.scenarios)).toEqual([...scenarios, 'memory']);
     expect(json.scenarios.singleFlight.executions.values).toEqual([1]);
     const measured = json.rows.filter((r: { ratio?: { median: number } }) => r.ratio);
     expect(measured.length).toBeGreaterThan(8);
@@ -54,7 +57,7 @@ describe('bench (smoke)', () => {
 
     const markdown = readFileSync(join(results, 'latest.md'), 'utf8');
     expect(markdown).toContain('| Scenario | Measure | Template | Baseline | Ratio | Target | Met |');
-    for (const name of ['1. Isolation', '2. CPU throughput', '3. Per-job overhead', '4. Cache hits', '5. Single-flight', '6. Memory', '7. Batch', '8. Peer', '9. Seed techniques', '10. Replicas', '11. Cost', 'HTTP adapter']) {
+    for (const name of ['1. Isolation', '2. CPU throughput', '3. Per-job overhead', '4. Cache hits', '5. Single-flight', '6. Memory', ...(present('batch') ? ['7. Batch'] : []), '8. Peer', '9. Seed techniques', '10. Replicas', '11. Cost', 'HTTP adapter']) {
       expect(markdown).toContain(`| ${name} |`);
     }
     const svg = readFileSync(join(results, 'latest.svg'), 'utf8');

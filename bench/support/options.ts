@@ -83,20 +83,29 @@ function beforeDist(value: string | undefined): string | undefined {
   return value;
 }
 
+/**
+ * The default scenarios a build can run: `batch` needs the batch capability, which a service may
+ * have deleted (docs/development.md#removing-a-capability).
+ */
+export function defaultScenarios(dist: string): ScenarioName[] {
+  return SCENARIOS.filter((name) => name !== 'batch' || existsSync(join(dist, 'apps', 'api', 'src', 'batch')));
+}
+
 export function loadOptions(env: NodeJS.ProcessEnv = process.env, argv: readonly string[] = process.argv): BenchOptions {
   const smoke = argv.includes('--smoke') || env.BENCH_SMOKE === '1' || env.BENCH_SMOKE === 'true';
   const root = env.BENCH_ROOT ?? process.cwd();
+  const dist = env.BENCH_DIST ?? join(root, 'dist');
   const wanted = envList(env.BENCH_SCENARIOS);
-  const known = new Set<string>([...SCENARIOS, ...EXTRA_SCENARIOS]);
-  for (const name of wanted) if (!known.has(name)) throw new Error(`BENCH_SCENARIOS: unknown scenario "${name}" (known: ${[...known].join(', ')})`);
+  const known = new Set<string>([...defaultScenarios(dist), ...EXTRA_SCENARIOS]);
+  for (const name of wanted) if (!known.has(name)) throw new Error(`BENCH_SCENARIOS: no scenario "${name}" for this build (known: ${[...known].join(', ')})`);
   const int = (name: string, fallback: number) => (env[name] ? Number(env[name]) : fallback);
   return {
     smoke,
     passes: int('BENCH_PASSES', smoke ? 1 : 2),
     roundsPerPass: int('BENCH_ROUNDS', smoke ? 1 : 2),
-    scenarios: (wanted.length > 0 ? wanted : [...SCENARIOS]) as ScenarioName[],
+    scenarios: (wanted.length > 0 ? wanted : defaultScenarios(dist)) as ScenarioName[],
     root,
-    dist: env.BENCH_DIST ?? join(root, 'dist'),
+    dist,
     beforeDist: beforeDist(env.BENCH_BEFORE_DIST),
     resultsDir: env.BENCH_RESULTS_DIR ?? join(root, 'bench', 'results', smoke ? 'smoke' : ''),
     redisUrl: env.REDIS_URL || undefined,
