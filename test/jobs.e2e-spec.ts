@@ -124,6 +124,20 @@ describe('jobs API', () => {
     await waitFor(() => api.logs.some((l) => (l.req as { id?: string })?.id === 'trace-me-42'), { what: 'the API log line' });
   });
 
+  it("runs an inline type on the worker's event loop: its log line from thread 0, and a run past its timeout fails once, replacing no thread", async () => {
+    const replaced = () => worker.metric(`${METRIC_PREFIX}pool_thread_replacements_total`, { reason: 'timeout' });
+    const replacedBefore = await replaced();
+    const res = await submit(api.url, 'inline-echo', { n: 5 }, { wait: 10, headers: { 'x-request-id': 'inline-5' } });
+    expect(res.body).toMatchObject({ status: 'completed', result: { n: 5, mainThread: true } });
+    const line = await waitFor(() => worker.logs.find((l) => l.jobId === res.body.id && l.msg === 'inline-echo ran'), { what: "the job's own log line" });
+    expect(line).toMatchObject({ threadId: 0, requestId: 'inline-5', n: 5 });
+
+    const slow = await submit(api.url, 'inline-echo', { n: 6, spinMs: 80 }, { wait: 10 });
+    expect(slow.body).toMatchObject({ status: 'failed', attempts: 1, error: { code: 'JOB_TIMEOUT', message: expect.stringMatching(/longer than its 50 ms/) } });
+    expect(await replaced()).toBe(replacedBefore);
+    expect((await submit(api.url, 'inline-echo', { n: 7 }, { wait: 10 })).body).toMatchObject({ status: 'completed', result: { n: 7, mainThread: true } });
+  });
+
   it('reports liveness and readiness on both apps', async () => {
     for (const app of [api, worker]) {
       expect((await request(`${app.url}/health/live`)).status).toBe(200);

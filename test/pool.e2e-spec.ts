@@ -41,4 +41,29 @@ describe('JobPool', () => {
     const scoped = await pool.run('private-echo', 1, '{"text":"p","n":1}', { attempt: 1, scope: 'key:alice', signal: new AbortController().signal, onProgress: () => undefined });
     expect(scoped.key).toBe(contentKey({ name: 'private-echo', version: 1, share: 'caller' }, '{"choice":"a","n":1,"text":"p"}', 'key:alice'));
   });
+
+  describe('an inline type, on this event loop', () => {
+    const runInline = (inputJson: string, signal = new AbortController().signal, onProgress: (p: number) => void = () => undefined) =>
+      pool.run('inline-echo', 1, inputJson, { attempt: 1, signal, onProgress, inline: { timeoutMs: 50 } });
+
+    it('runs on the main thread, with its progress and its key as a thread gives them', async () => {
+      const reports: number[] = [];
+      const { value, key } = await runInline('{"n":7}', undefined, (p) => reports.push(p));
+      expect(value).toEqual({ n: 7, mainThread: true });
+      expect(reports).toEqual([100]);
+      const { contentKey } = require(join(__dirname, '..', 'dist', 'libs', 'jobs', 'src', 'content-key')) as typeof import('../libs/jobs/src/content-key');
+      expect(key).toBe(contentKey({ name: 'inline-echo', version: 1 }, '{"n":7,"spinMs":0}'));
+      // The same type on a thread, for comparison: the pool's own path.
+      expect(await run(pool, 'inline-echo', '{"n":7}')).toEqual({ n: 7, mainThread: false });
+    });
+
+    it('fails a run longer than its timeout once it returns, and one whose signal is already aborted before it starts', async () => {
+      await expect(runInline('{"n":1,"spinMs":80}')).rejects.toMatchObject({ code: 'JOB_TIMEOUT', message: expect.stringMatching(/ran \d+ ms on the worker's event loop, longer than its 50 ms/) });
+      const cancelled = new AbortController();
+      cancelled.abort(new Error('cancelled before it started'));
+      await expect(runInline('{"n":1}', cancelled.signal)).rejects.toThrow('cancelled before it started');
+      // Invalid input is refused as on a thread: JOB_REJECTED, not retried.
+      await expect(runInline('{"n":0}')).rejects.toMatchObject({ code: 'JOB_REJECTED' });
+    });
+  });
 });

@@ -9,11 +9,13 @@ import { cpuMs, readMetric, startNode } from '../support/stack';
 import { Rounds, summarize } from '../support/stats';
 import { BenchContext, fresh, nextTrivial, rotate, Scenario, sleep } from './context';
 
-type SideKey = 'template' | 'peer';
+type SideKey = 'template' | 'inline' | 'peer';
 
 interface Side {
   key: SideKey;
   label: string;
+  /** The trivial job's type: `bench-sum`, or on the `inline` side (the template's apps again, trivial legs only) its inline twin. */
+  trivial: string;
   api: AppProcess;
   worker: AppProcess;
   /** Keep-alive clients by socket count, opened once so every leg runs on warm connections. */
@@ -52,16 +54,18 @@ export class PeersScenario implements Scenario<ScenarioReport> {
     if (!this.sides) {
       const peer = await this.startPeer();
       progress.log(`${this.name}: peer API pid ${peer.api.pid}, peer worker pid ${peer.worker.pid}; template API pid ${this.ctx.servers.api.pid}, worker pid ${this.ctx.servers.worker.pid}`);
+      const { api, worker } = this.ctx.servers;
       this.sides = [
-        { key: 'template', label: 'template', api: this.ctx.servers.api, worker: this.ctx.servers.worker, clients: new Map() },
-        { key: 'peer', label: 'peer (@nestjs/bullmq API + worker)', ...peer, clients: new Map() },
+        { key: 'template', label: 'template', trivial: 'bench-sum', api, worker, clients: new Map() },
+        { key: 'inline', label: 'template, inline type', trivial: 'bench-sum-inline', api, worker, clients: new Map() },
+        { key: 'peer', label: 'peer (@nestjs/bullmq API + worker)', trivial: 'bench-sum', ...peer, clients: new Map() },
       ];
     }
-    progress.log(`${this.name}: warming up both`);
+    progress.log(`${this.name}: warming up every side`);
     for (const side of this.sides) {
-      side.jobId ??= (await this.submit(side, 1, 'fibonacci', { n: 20 })).id;
-      await closedLoop({ concurrency: 1, total: 20, task: () => this.submit(side, 1, 'bench-sum', nextTrivial()) });
-      await closedLoop({ concurrency: 2, total: 4, task: () => this.submit(side, 2, 'bench-pbkdf2', this.cpuInput()) });
+      if (side.key !== 'inline') side.jobId ??= (await this.submit(side, 1, 'fibonacci', { n: 20 })).id;
+      await closedLoop({ concurrency: 1, total: 20, task: () => this.submit(side, 1, side.trivial, nextTrivial()) });
+      if (side.key !== 'inline') await closedLoop({ concurrency: 2, total: 4, task: () => this.submit(side, 2, 'bench-pbkdf2', this.cpuInput()) });
     }
   }
 
@@ -88,12 +92,14 @@ export class PeersScenario implements Scenario<ScenarioReport> {
     const o = opts.peers;
     const step = (text: string) => progress.step(this.name, round + 1, rounds, text);
     const sides = rotate(this.sides!, round);
+    // The inline side is the template's apps again: the legs that do not use the trivial type run on two sides.
+    const twoSides = sides.filter((side) => side.key !== 'inline');
 
     for (const side of sides) {
-      step(`${side.label}: ${o.callers} callers, trivial bench-sum jobs for ${o.durationS} s`);
+      step(`${side.label}: ${o.callers} callers, trivial ${side.trivial} jobs for ${o.durationS} s`);
       const pids = [side.api.pid, side.worker.pid];
       const cpuBefore = pids.map(cpuMs);
-      const run = await closedLoop({ concurrency: o.callers, durationMs: o.durationS * 1000, task: () => this.submit(side, o.callers, 'bench-sum', nextTrivial()) });
+      const run = await closedLoop({ concurrency: o.callers, durationMs: o.durationS * 1000, task: () => this.submit(side, o.callers, side.trivial, nextTrivial()) });
       if (run.errors.length > 0) throw new Error(`${side.label}: ${run.errors[0]}`);
       this.rounds.add(`${side.key}.jobsPerS`, run.results.length / (run.elapsedMs / 1000));
       this.rounds.add(`${side.key}.cpuPerJob.api`, (cpuMs(pids[0]) - cpuBefore[0]) / run.results.length);
@@ -101,19 +107,19 @@ export class PeersScenario implements Scenario<ScenarioReport> {
     }
     for (const side of sides) {
       step(`${side.label}: ${o.sequential} trivial jobs, one caller`);
-      const run = await closedLoop({ concurrency: 1, total: o.sequential, task: () => this.submit(side, 1, 'bench-sum', nextTrivial()) });
+      const run = await closedLoop({ concurrency: 1, total: o.sequential, task: () => this.submit(side, 1, side.trivial, nextTrivial()) });
       if (run.errors.length > 0) throw new Error(`${side.label}: ${run.errors[0]}`);
       const latency = summarize(run.latencies);
       this.rounds.add(`${side.key}.p50`, latency.p50);
       this.rounds.add(`${side.key}.p99`, latency.p99);
     }
-    for (const side of sides) {
+    for (const side of twoSides) {
       step(`${side.label}: ${o.cpuJobs} pbkdf2 jobs (${this.iterations} iterations), ${o.cpuCallers} callers`);
       const run = await closedLoop({ concurrency: o.cpuCallers, total: o.cpuJobs, task: () => this.submit(side, o.cpuCallers, 'bench-pbkdf2', this.cpuInput()) });
       if (run.errors.length > 0) throw new Error(`${side.label}: ${run.errors[0]}`);
       this.rounds.add(`${side.key}.cpuJobsPerS`, o.cpuJobs / (run.elapsedMs / 1000));
     }
-    for (const side of sides) await this.isolation(side, step);
+    for (const side of twoSides) await this.isolation(side, step);
 
     const last = (name: string) => this.rounds.get(name).values.at(-1)!;
     this.rounds.add('throughputRatio', last('template.jobsPerS') / last('peer.jobsPerS'));
@@ -121,7 +127,11 @@ export class PeersScenario implements Scenario<ScenarioReport> {
     this.rounds.add('p50Diff', last('template.p50') - last('peer.p50'));
     this.rounds.add('p99Ratio', last('template.p99') / last('peer.p99'));
     this.rounds.add('cpuRatio', last('template.cpuJobsPerS') / last('peer.cpuJobsPerS'));
-    for (const side of sides) {
+    this.rounds.add('inline.throughputRatio', last('inline.jobsPerS') / last('peer.jobsPerS'));
+    this.rounds.add('inline.p50Diff', last('inline.p50') - last('peer.p50'));
+    this.rounds.add('inline.byThread', last('inline.jobsPerS') / last('template.jobsPerS'));
+    progress.log(`  template, inline type: ${num(last('inline.jobsPerS'))} trivial jobs/s; alone p50 ${ms(last('inline.p50'))}, p99 ${ms(last('inline.p99'))}`);
+    for (const side of twoSides) {
       const k = side.key;
       progress.log(
         `  ${side.label}: ${num(last(`${k}.jobsPerS`))} trivial jobs/s; alone p50 ${ms(last(`${k}.p50`))}, p99 ${ms(last(`${k}.p99`))}; ` +
@@ -217,6 +227,19 @@ export class PeersScenario implements Scenario<ScenarioReport> {
       },
       {
         scenario: SCENARIO,
+        measure: `… the same with an inline type (\`bench-sum-inline\`, run on the worker's event loop), ÷ peer (÷ on a pool thread: ${ratio(r('inline.byThread'))})`,
+        template: spreadOf(r('inline.jobsPerS'), jobs),
+        baseline: spreadOf(r('peer.jobsPerS'), jobs),
+        ratio: r('inline.throughputRatio'),
+      },
+      {
+        scenario: SCENARIO,
+        measure: `… its p50, one caller (added latency inline − peer: ${spreadOf(r('inline.p50Diff'), ms)})`,
+        template: spreadOf(r('inline.p50'), ms),
+        baseline: spreadOf(r('peer.p50'), ms),
+      },
+      {
+        scenario: SCENARIO,
         measure: `~${this.ctx.opts.cpuJobMs} ms pbkdf2 jobs/s, ${o.cpuCallers} callers, ${this.ctx.opts.threads} threads vs worker concurrency ${this.ctx.opts.threads}, ÷ peer`,
         template: spreadOf(r('template.cpuJobsPerS'), jobs),
         baseline: spreadOf(r('peer.cpuJobsPerS'), jobs),
@@ -279,6 +302,7 @@ export class PeersScenario implements Scenario<ScenarioReport> {
           `worker process whose @nestjs/bullmq processor (concurrency ${this.ctx.opts.threads}) calls the same job \`run\` as the template's pool threads (bench/support/bench-jobs.ts) on its event loop. ` +
           `No cache, single flight, cancel checks, idempotency or backlog bound. pbkdf2: ${this.iterations} iterations, fresh salts. ` +
           `CPU per trivial job at ${o.callers} callers (ms, /proc): template API ${cpu('template', 'api')}, worker ${cpu('template', 'worker')}; ` +
+          `with the inline type API ${cpu('inline', 'api')}, worker ${cpu('inline', 'worker')}; ` +
           `peer API ${cpu('peer', 'api')}, worker ${cpu('peer', 'worker')}.`,
       ],
       data: { iterations: this.iterations, ...this.rounds.all() },

@@ -33,6 +33,8 @@ export const PBKDF2_ARGS = { password: 'bench', keylen: 64, digest: 'sha512' } a
  * number of distinct inputs of equal work.
  * - `bench-sum`: the loop from + … + to, reporting progress. Ten terms (`nextTrivial()`) are the
  *   trivial job, the per-job path with nothing else in it; billions run for seconds, to watch and cancel.
+ * - `bench-sum-inline`: the same for short ranges as an inline type (JobDefinition.inline), to
+ *   measure the pool thread's hop against running on the worker's event loop.
  * - `bench-pbkdf2`: PBKDF2-SHA512 (node:crypto, 64-byte key) of `iterations`, which the bench
  *   calibrates to a target time (~25 ms), with a fresh salt per job: the CPU job.
  * - `bench-sort`: sorts a list of numbers, the large payload (the payload scenario).
@@ -49,6 +51,20 @@ export function declareBenchJobs(define: typeof defineJob) {
     // why this far out: the cost scenario's typical inputs count `from` down from here, 10 terms each.
     examples: [{ from: 1_000_001, to: 1_000_010 }],
     timeoutMs: 60_000,
+    cacheTtlSeconds: 3600,
+    run: ({ from, to }, ctx) => sumRange(from, to, (p) => ctx.progress(p)).toString(),
+  });
+  const sumInline = define({
+    name: 'bench-sum-inline',
+    version: 1,
+    description: "bench-sum as an inline type: on the worker's event loop, for ranges of at most 1,000 terms.",
+    input: z
+      .strictObject({ from: z.int().min(1).max(1e12), to: z.int().min(1).max(1e12) })
+      .refine((v) => v.from <= v.to && v.to - v.from < 1000, { message: 'from ≤ to, at most 1,000 terms', path: ['to'] }),
+    output: z.string().regex(/^\d+$/),
+    examples: [{ from: 1_000_001, to: 1_000_010 }],
+    inline: true,
+    timeoutMs: 100,
     cacheTtlSeconds: 3600,
     run: ({ from, to }, ctx) => sumRange(from, to, (p) => ctx.progress(p)).toString(),
   });
@@ -74,7 +90,7 @@ export function declareBenchJobs(define: typeof defineJob) {
     cacheTtlSeconds: 300,
     run: ({ numbers }) => ({ sorted: Array.from(Float64Array.from(numbers).sort()) }),
   });
-  return { sum, pbkdf2, sort };
+  return { sum, sumInline, pbkdf2, sort };
 }
 
 /** The bench's job types as these sources declare them (for the baselines and peers). */

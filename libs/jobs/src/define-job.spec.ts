@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { defineFanOut, MAX_CHUNKS } from './define-fan-out';
-import { DEFAULT_QUEUE, defineJob, knownVersions, previousVersion, runnerOf, SILENT_LOG } from './define-job';
+import { DEFAULT_QUEUE, defineJob, INLINE_MAX_TIMEOUT_MS, knownVersions, previousVersion, runnerOf, SILENT_LOG } from './define-job';
 import { JobRegistry } from './registry';
 
 const ctx = { attempt: 1, progress: () => undefined, log: SILENT_LOG };
@@ -21,6 +21,14 @@ describe('defineJob: queues, priorities and versions', () => {
     expect(() => defineJob({ ...base, name: 'a', previousVersions: [{ version: 3 }], run })).toThrow(/below version/);
     expect(() => defineJob({ ...base, name: 'a', previousVersions: [{ version: 1 }, { version: 1 }], run })).toThrow(/repeat/);
     expect(() => defineJob({ ...base, name: 'a', previousVersions: [{ version: 1, input: z.null() }], run })).toThrow(/both input and run/);
+  });
+
+  it('runs on a pool thread unless declared inline, and takes an inline type only with a timeout of at most INLINE_MAX_TIMEOUT_MS', () => {
+    const run = () => 1;
+    expect(defineJob({ ...base, name: 'a', run }).inline).toBe(false);
+    expect(defineJob({ ...base, name: 'a', inline: true, timeoutMs: INLINE_MAX_TIMEOUT_MS, run }).inline).toBe(true);
+    expect(() => defineJob({ ...base, name: 'a', inline: true, timeoutMs: INLINE_MAX_TIMEOUT_MS + 1, run })).toThrow(/an inline type's timeoutMs must be at most 100/);
+    expect(() => defineJob({ ...base, name: 'a', timeoutMs: INLINE_MAX_TIMEOUT_MS + 1, run })).not.toThrow();
   });
 
   it('keeps examples that match the input schema and refuses one that does not, naming it', () => {

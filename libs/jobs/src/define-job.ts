@@ -123,7 +123,15 @@ export interface JobDefinition<Name extends string = string, In = any, Out = any
   readonly schedules: readonly JobSchedule<In>[];
   /** Set by `defineFanOut`: the job splits into child jobs that any worker runs, then merges their results. */
   readonly fanOut?: FanOut<In, Out>;
-  /** Pure CPU work. Runs in a worker thread, so it may block as long as it likes. */
+  /**
+   * Runs on the worker's event loop instead of a pool thread (opt-in, for declared sub-millisecond
+   * work): it saves the hop to a thread and back, and gives up what the thread gives (see
+   * docs/job-types.md#inline-types): the timeout cannot stop it (a run longer than `timeoutMs`, at
+   * most INLINE_MAX_TIMEOUT_MS, fails as JOB_TIMEOUT once it returns), a cancel cannot stop it, and a
+   * crash or an out-of-memory takes the whole worker down with every job it holds.
+   */
+  readonly inline: boolean;
+  /** Pure CPU work. Runs in a worker thread (unless `inline`), so it may block as long as it likes. */
   run(input: In, ctx: JobContext): Out | Promise<Out>;
 }
 
@@ -157,6 +165,8 @@ export const QUEUE_NAME = /^[a-z][a-z0-9-]{0,30}$/;
 export const SCHEDULE_NAME = /^[a-z][a-z0-9-]{0,62}$/;
 /** The shortest interval a schedule may declare. */
 export const MIN_SCHEDULE_EVERY_MS = 1000;
+/** The longest `timeoutMs` an inline type may declare: it blocks the worker's event loop that long. */
+export const INLINE_MAX_TIMEOUT_MS = 100;
 
 /**
  * Declares a job type. Everything else (API validation, the job-types listing, queue routing,
@@ -179,6 +189,8 @@ export function defineJob<const Name extends string, In extends z.ZodType, Out e
   previousVersions?: readonly PreviousVersion[];
   examples?: readonly z.input<In>[];
   schedules?: readonly JobSchedule<z.input<In>>[];
+  /** false by default. */
+  inline?: boolean;
   run(input: z.output<In>, ctx: JobContext): z.output<Out> | Promise<z.output<Out>>;
 }): JobDefinition<Name, z.output<In>, z.output<Out>, z.input<In>> {
   const previous = def.previousVersions ?? [];
@@ -203,12 +215,14 @@ export function defineJob<const Name extends string, In extends z.ZodType, Out e
     }),
     new Set(schedules.map((s) => s.name)).size !== schedules.length && 'schedules must not repeat a name',
     ...schedules.map((s) => s.problem),
+    def.inline === true && def.timeoutMs > INLINE_MAX_TIMEOUT_MS && `an inline type's timeoutMs must be at most ${INLINE_MAX_TIMEOUT_MS} (it blocks the worker's event loop)`,
   ].filter(Boolean);
   if (problems.length > 0) throw new Error(`Job type "${def.name}": ${problems.join('; ')}`);
   return Object.freeze({
     ...def,
     queue: def.queue ?? DEFAULT_QUEUE,
     share: def.share ?? 'all',
+    inline: def.inline ?? false,
     previousVersions: Object.freeze([...previous]),
     examples: Object.freeze([...examples]),
     schedules: Object.freeze(schedules.map(({ problem, ...s }) => Object.freeze(s))),

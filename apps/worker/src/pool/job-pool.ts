@@ -7,6 +7,7 @@ import { CONFIG, type Config } from '@app/config';
 import { CodedJobError, JobFailureCode } from '@app/jobs';
 import { type Logger, LOGGER } from '@app/logging';
 import { SPAN_ATTRIBUTES, type SpanAttributeValue, type Tracing, TRACING } from '@app/tracing';
+import { runTask } from './thread-task';
 import { LOG_BURST, LOG_LEVELS, LOG_PER_SECOND, type LogLevelName } from './thread-log';
 import type { ChannelMessage, LogMessage, ThreadData, ThreadResult, ThreadStep, ThreadTask } from './thread-protocol';
 import { schedIdleUnavailable } from './thread-sched';
@@ -27,6 +28,11 @@ export interface RunOptions {
   log?: () => Logger;
   /** With tracing on: attributes of the task's span (job id, request id). */
   spanAttributes?: Record<string, SpanAttributeValue | undefined>;
+  /**
+   * Run it on this event loop, not a thread (an inline type): neither the signal nor the timeout can
+   * stop it, so it fails as JOB_TIMEOUT once it returns if it ran longer than `timeoutMs`.
+   */
+  inline?: { timeoutMs: number };
 }
 
 /** Why a pool thread was terminated and replaced (nest_offload_pool_thread_replacements_total). */
@@ -55,6 +61,7 @@ interface LogSink {
 export class JobPool implements OnApplicationShutdown {
   private readonly pool: Piscina<ThreadTask, ThreadResult>;
   private readonly channel: BroadcastChannel;
+  private readonly logLevel: number;
   private readonly progressListeners = new Map<number, (percent: number) => void>();
   private readonly logSinks = new Map<number, LogSink>();
   private readonly replacedListeners: Array<(reason: ReplacementReason) => void> = [];
@@ -74,13 +81,10 @@ export class JobPool implements OnApplicationShutdown {
       logLevel: PINO_LEVELS[config.logLevel] ?? LOG_LEVELS.info,
       sched: config.workerSched === 'idle' && !idleUnavailable ? 'idle' : 'other',
     };
+    this.logLevel = workerData.logLevel;
     this.channel = new BroadcastChannel(workerData.progressChannel);
     this.channel.unref();
-    this.channel.onmessage = (event) => {
-      const message = (event as { data: ChannelMessage }).data;
-      if ('percent' in message) this.progressListeners.get(message.taskId)?.(message.percent);
-      else this.receiveLog(message);
-    };
+    this.channel.onmessage = (event) => this.receive((event as { data: ChannelMessage }).data);
     this.pool = new Piscina({
       workerData,
       filename: join(__dirname, 'thread.js'),
@@ -121,12 +125,12 @@ export class JobPool implements OnApplicationShutdown {
     this.logSinks.set(taskId, { make: options.log, received: 0 });
     let result: ThreadResult | undefined;
     try {
-      result = await this.pool.run(task, { signal: options.signal });
+      result = options.inline ? await this.runInline(task, options.signal, options.inline.timeoutMs) : await this.pool.run(task, { signal: options.signal });
       if (result.span) this.tracing?.exportSpan(result.span);
       if (!result.ok) throw new CodedJobError(result.code, result.message);
       return { value: result.value, key: result.key };
     } catch (error) {
-      const explained = this.explain(error, options.signal);
+      const explained = options.inline ? error : this.explain(error, options.signal);
       // The thread was terminated or died: its span never came back, so the attempt gets one from here.
       if (task.trace && !result) {
         const span = startSpan(task.trace.traceparent, `${step} ${name}`, task.trace.attributes, dispatchedMs);
@@ -165,6 +169,32 @@ export class JobPool implements OnApplicationShutdown {
     this.closed = true;
     await this.pool.destroy();
     this.channel.close();
+  }
+
+  /**
+   * Runs a task of an inline type here, on the event loop; its progress and log lines take the
+   * thread's way in. A cancel or a timeout during an async run fails the job at once (the run goes on
+   * unheard, as nothing can stop it); a synchronous run is checked against its time once it returns.
+   */
+  private async runInline(task: ThreadTask, signal: AbortSignal, timeoutMs: number): Promise<ThreadResult> {
+    signal.throwIfAborted();
+    const started = performance.now();
+    let onAbort: (() => void) | undefined;
+    const aborted = new Promise<never>((_, reject) => signal.addEventListener('abort', (onAbort = () => reject(signal.reason as Error)), { once: true }));
+    aborted.catch(() => undefined);
+    try {
+      const result = await Promise.race([runTask(task, (message) => this.receive(message), 0, this.logLevel), aborted]);
+      const ms = performance.now() - started;
+      if (ms > timeoutMs) throw new CodedJobError(JobFailureCode.JOB_TIMEOUT, `the job ran ${Math.round(ms)} ms on the worker's event loop, longer than its ${timeoutMs} ms`);
+      return result;
+    } finally {
+      signal.removeEventListener('abort', onAbort!);
+    }
+  }
+
+  private receive(message: ChannelMessage): void {
+    if ('percent' in message) this.progressListeners.get(message.taskId)?.(message.percent);
+    else this.receiveLog(message);
   }
 
   /** Writes a job's log line (or its drop count) through the job's logger. */

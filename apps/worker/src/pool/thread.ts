@@ -1,16 +1,13 @@
 import { BroadcastChannel, threadId } from 'node:worker_threads';
 import { workerData } from 'piscina';
-import { allJobs, canonicalJson, contentKey, JobDefinition, JobFailureCode, type JobLogger, JobRegistry, runnerOf } from '@app/jobs';
-import { TaskLog } from './thread-log';
-import type { ChannelMessage, PlannedChild, ProgressMessage, ThreadData, ThreadResult, ThreadTask } from './thread-protocol';
+import { runTask } from './thread-task';
+import type { ChannelMessage, ThreadData, ThreadResult, ThreadTask } from './thread-protocol';
 import { enterSchedIdle } from './thread-sched';
-import { startSpan } from './thread-span';
 
 /**
- * The piscina thread entry: runs one job's pure `run` function, off every event loop.
+ * The piscina thread entry: runs one job's pure `run` function (thread-task.ts), off every event loop.
  * No Nest, no Redis and no OpenTelemetry here; the thread knows only the job registry.
  */
-const registry = new JobRegistry(allJobs);
 const { progressChannel, logLevel, sched } = workerData as ThreadData;
 if (sched === 'idle') {
   try {
@@ -24,64 +21,6 @@ const channel = new BroadcastChannel(progressChannel);
 channel.unref();
 const post = (message: ChannelMessage) => channel.postMessage(message);
 
-type Outcome = { ok: true; value: unknown; key: string } | { ok: false; code: JobFailureCode; message: string };
-
-export default async function runTask(task: ThreadTask): Promise<ThreadResult> {
-  // why the span is made here: it times the run itself, not the hop to the thread; the main thread
-  // exports it with the result (see JobPool), so a thread that dies loses nothing but its timing.
-  const span = task.trace && startSpan(task.trace.traceparent, `${task.step} ${task.name}`, { ...task.trace.attributes, 'thread.id': threadId });
-  const log = new TaskLog(task.taskId, threadId, logLevel, post);
-  const outcome = await execute(task, log.logger);
-  log.finish();
-  return { ...outcome, posted: log.posted, span: span?.end(outcome.ok ? undefined : `${outcome.code}: ${outcome.message}`) };
-}
-
-async function execute({ step, taskId, name, version, inputJson, scope, attempt, partsJson }: ThreadTask, log: JobLogger): Promise<Outcome> {
-  const def = registry.get(name);
-  const runner = def && runnerOf(def, version);
-  if (!runner) return { ok: false, code: JobFailureCode.JOB_REJECTED, message: `unknown job type "${name}" v${version}` };
-  // why validate again: the API did, but a job can also reach the queue another way (a script, an
-  // older API); bad input fails as JOB_REJECTED, which is not retried. An older version's own schema reads its jobs.
-  const parsed = runner.input.safeParse(safeParse(inputJson));
-  if (!parsed.success) {
-    return { ok: false, code: JobFailureCode.JOB_REJECTED, message: `invalid input: ${parsed.error.issues[0]?.message ?? 'unreadable'}` };
-  }
-  // why here, from the input as validated: the cache key is never taken from job data, which anyone
-  // able to add a job (a script, a dashboard) could point at another input's result.
-  const key = contentKey({ name: def.name, version: runner.version, share: def.share }, canonicalJson(parsed.data), scope);
-  let last = -1;
-  const ctx = {
-    attempt,
-    progress: (percent: number) => {
-      const value = Math.max(0, Math.min(100, Math.round(percent)));
-      if (value !== last) post({ taskId, percent: (last = value) } satisfies ProgressMessage);
-    },
-    log,
-  };
-  try {
-    if (step === 'split') return { ok: true, value: split(def, parsed.data, scope), key };
-    if (step === 'merge') return { ok: true, value: def.fanOut!.merge(JSON.parse(partsJson!) as unknown[], parsed.data), key };
-    return { ok: true, value: await runner.run(parsed.data, ctx), key };
-  } catch (error) {
-    return { ok: false, code: JobFailureCode.JOB_FAILED, message: error instanceof Error ? error.message : String(error) };
-  }
-}
-
-/** A fan-out's children, each input validated by the child type's schema (defaults applied) and keyed. */
-function split(def: JobDefinition, input: unknown, scope: string | undefined): PlannedChild[] {
-  const child = def.fanOut!.child;
-  return def.fanOut!.split(input).map((chunk, i) => {
-    const parsed = child.input.safeParse(chunk);
-    if (!parsed.success) throw new Error(`split gave chunk ${i} an invalid ${child.name} input: ${parsed.error.issues[0]?.message}`);
-    const inputJson = canonicalJson(parsed.data);
-    return { inputJson, key: contentKey(child, inputJson, scope) };
-  });
-}
-
-function safeParse(json: string): unknown {
-  try {
-    return JSON.parse(json);
-  } catch {
-    return undefined;
-  }
+export default function runThreadTask(task: ThreadTask): Promise<ThreadResult> {
+  return runTask(task, post, threadId, logLevel);
 }

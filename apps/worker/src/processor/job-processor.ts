@@ -204,7 +204,7 @@ export class JobProcessor implements OnApplicationBootstrap {
     const timeoutMs = Math.min(def.timeoutMs, this.config.jobTimeoutMs);
     const abort = new AbortController();
     const timer = setTimeout(
-      () => abort.abort(new CodedJobError(JobFailureCode.JOB_TIMEOUT, `the job ran longer than ${timeoutMs} ms; its thread was terminated`)),
+      () => abort.abort(new CodedJobError(JobFailureCode.JOB_TIMEOUT, `the job ran longer than ${timeoutMs} ms${def.inline ? '' : '; its thread was terminated'}`)),
       timeoutMs,
     );
     const onAbort = () =>
@@ -226,6 +226,7 @@ export class JobProcessor implements OnApplicationBootstrap {
         onProgress,
         log: () => this.rootLogger.child({ context: 'job', ...fields }),
         spanAttributes: { [SPAN_ATTRIBUTES.jobId]: job.id, [SPAN_ATTRIBUTES.requestId]: fields.requestId },
+        ...(def.inline && { inline: { timeoutMs } }),
       };
       const { value: result, key } = def.fanOut
         ? await this.fanOut.run(job, token, def, runner.version, options)

@@ -1,0 +1,73 @@
+import { allJobs, canonicalJson, contentKey, JobDefinition, JobFailureCode, type JobLogger, JobRegistry, runnerOf } from '@app/jobs';
+import { TaskLog } from './thread-log';
+import type { ChannelMessage, PlannedChild, ProgressMessage, ThreadResult, ThreadTask } from './thread-protocol';
+import { startSpan } from './thread-span';
+
+const registry = new JobRegistry(allJobs);
+
+type Outcome = { ok: true; value: unknown; key: string } | { ok: false; code: JobFailureCode; message: string };
+
+/**
+ * Runs one task: on a pool thread (thread.ts), or on the worker's event loop for an inline type
+ * (JobPool). `post` carries its progress and log lines to the worker's main thread; `threadId` is 0
+ * there. No Nest, no Redis and no OpenTelemetry here; it knows only the job registry.
+ */
+export async function runTask(task: ThreadTask, post: (message: ChannelMessage) => void, threadId: number, logLevel: number): Promise<ThreadResult> {
+  // why the span is made here: it times the run itself, not the hop to the thread; the main thread
+  // exports it with the result (see JobPool), so a thread that dies loses nothing but its timing.
+  const span = task.trace && startSpan(task.trace.traceparent, `${task.step} ${task.name}`, { ...task.trace.attributes, 'thread.id': threadId });
+  const log = new TaskLog(task.taskId, threadId, logLevel, post);
+  const outcome = await execute(task, log.logger, post);
+  log.finish();
+  return { ...outcome, posted: log.posted, span: span?.end(outcome.ok ? undefined : `${outcome.code}: ${outcome.message}`) };
+}
+
+async function execute({ step, taskId, name, version, inputJson, scope, attempt, partsJson }: ThreadTask, log: JobLogger, post: (message: ChannelMessage) => void): Promise<Outcome> {
+  const def = registry.get(name);
+  const runner = def && runnerOf(def, version);
+  if (!runner) return { ok: false, code: JobFailureCode.JOB_REJECTED, message: `unknown job type "${name}" v${version}` };
+  // why validate again: the API did, but a job can also reach the queue another way (a script, an
+  // older API); bad input fails as JOB_REJECTED, which is not retried. An older version's own schema reads its jobs.
+  const parsed = runner.input.safeParse(safeParse(inputJson));
+  if (!parsed.success) {
+    return { ok: false, code: JobFailureCode.JOB_REJECTED, message: `invalid input: ${parsed.error.issues[0]?.message ?? 'unreadable'}` };
+  }
+  // why here, from the input as validated: the cache key is never taken from job data, which anyone
+  // able to add a job (a script, a dashboard) could point at another input's result.
+  const key = contentKey({ name: def.name, version: runner.version, share: def.share }, canonicalJson(parsed.data), scope);
+  let last = -1;
+  const ctx = {
+    attempt,
+    progress: (percent: number) => {
+      const value = Math.max(0, Math.min(100, Math.round(percent)));
+      if (value !== last) post({ taskId, percent: (last = value) } satisfies ProgressMessage);
+    },
+    log,
+  };
+  try {
+    if (step === 'split') return { ok: true, value: split(def, parsed.data, scope), key };
+    if (step === 'merge') return { ok: true, value: def.fanOut!.merge(JSON.parse(partsJson!) as unknown[], parsed.data), key };
+    return { ok: true, value: await runner.run(parsed.data, ctx), key };
+  } catch (error) {
+    return { ok: false, code: JobFailureCode.JOB_FAILED, message: error instanceof Error ? error.message : String(error) };
+  }
+}
+
+/** A fan-out's children, each input validated by the child type's schema (defaults applied) and keyed. */
+function split(def: JobDefinition, input: unknown, scope: string | undefined): PlannedChild[] {
+  const child = def.fanOut!.child;
+  return def.fanOut!.split(input).map((chunk, i) => {
+    const parsed = child.input.safeParse(chunk);
+    if (!parsed.success) throw new Error(`split gave chunk ${i} an invalid ${child.name} input: ${parsed.error.issues[0]?.message}`);
+    const inputJson = canonicalJson(parsed.data);
+    return { inputJson, key: contentKey(child, inputJson, scope) };
+  });
+}
+
+function safeParse(json: string): unknown {
+  try {
+    return JSON.parse(json);
+  } catch {
+    return undefined;
+  }
+}
