@@ -1,7 +1,9 @@
+import { Queue } from 'bullmq';
 import IORedis from 'ioredis';
-import { allJobs, type JobDefinition, SILENT_LOG } from '@app/jobs';
+import { ResultCache } from '@app/cache';
+import { allJobs, canonicalJson, contentKey, type JobDefinition, SILENT_LOG } from '@app/jobs';
 import { METRIC_PREFIX } from '@app/metrics';
-import { bullKey } from '@app/queue';
+import { bullKey, type JobData, queuePrefix } from '@app/queue';
 import { AppProcess, startStack, stackEnv } from './support/apps';
 import { getJob, request, submit } from './support/http';
 import { waitFor } from './support/wait';
@@ -136,6 +138,34 @@ describe('jobs API', () => {
     expect(slow.body).toMatchObject({ status: 'failed', attempts: 1, error: { code: 'JOB_TIMEOUT', message: expect.stringMatching(/longer than its 50 ms/) } });
     expect(await replaced()).toBe(replacedBefore);
     expect((await submit(api.url, 'inline-echo', { n: 7 }, { wait: 10 })).body).toMatchObject({ status: 'completed', result: { n: 7, mainThread: true } });
+  });
+
+  it("answers a job whose result got cached after the API looked without running it; an inline type's job just runs", async () => {
+    const redis = new IORedis(env.REDIS_URL!, { maxRetriesPerRequest: null });
+    const queue = new Queue<JobData, unknown, string>('default', { connection: redis, prefix: queuePrefix(env.REDIS_PREFIX!, 'default') });
+    try {
+      // What an identical job that ended between the API's look and its add leaves: a cached result.
+      const planted = async (type: string, input: unknown): Promise<JobData> => {
+        const def = allJobs.find((d) => d.name === type)! as JobDefinition;
+        const inputJson = canonicalJson(def.input.parse(input));
+        const key = contentKey(def, inputJson);
+        await new ResultCache(redis, env.REDIS_PREFIX!).set(key, { id: `planted-${type}`, type, result: 'the planted result', attempts: 1, createdAt: Date.now(), finishedAt: Date.now() }, 60);
+        return { inputJson, version: 1, key } as JobData;
+      };
+      const n = 900_000_000 + (Date.now() % 1_000_000);
+      const onThread = await queue.add('echo', await planted('echo', { n }));
+      const inline = await queue.add('inline-echo', await planted('inline-echo', { n }));
+      const finished = async (id: string) => {
+        await waitFor(async () => (await queue.getJobState(id)) === 'completed', { what: `job ${id} to complete` });
+        return (await queue.getJob(id))!.returnvalue;
+      };
+      expect(await finished(onThread.id!)).toBe('the planted result');
+      // why it runs: running a sub-millisecond job again costs less than looking the cache up before every one.
+      expect(await finished(inline.id!)).toEqual({ n, mainThread: true });
+    } finally {
+      await queue.close();
+      redis.disconnect();
+    }
   });
 
   it('reports liveness and readiness on both apps', async () => {

@@ -17,6 +17,7 @@ import { Rounds, summarize } from '../support/stats';
  *   AB_DIST_A / AB_DIST_B   builds to compare (default: ./dist for both)
  *   AB_ENV_A / AB_ENV_B     extra env, "NAME=value,NAME=value" (e.g. WORKER_NICE=0)
  *   AB_ROUNDS (8), AB_SECONDS (1.5), AB_MEASURES (cacheHit,trivialJobs,sequential,trivialRoute)
+ *   AB_TRIVIAL_TYPE         the trivial job of trivialJobs and sequential (bench-sum; bench-sum-inline)
  *
  * Besides each measure (req/s, jobs/s or p50 ms), it reports the CPU time the API and the worker
  * spent per request or job (from /proc), which a busy host disturbs less than throughput.
@@ -54,6 +55,7 @@ async function main(): Promise<void> {
       };
       stacks.push(await startTemplate(root, env, { dist: process.env[`AB_DIST_${side}`] ?? join(root, 'dist') }));
     }
+    const trivial = `/v1/jobs/${process.env.AB_TRIVIAL_TYPE ?? 'bench-sum'}`;
     const clients = new Map(stacks.map(({ api }) => [api, new HttpClient(api.url, 64)]));
     const client = (api: AppProcess) => clients.get(api)!;
     for (const { api } of stacks) await client(api).json('POST', '/v1/jobs/fibonacci', { json: { n: 25 }, headers: { prefer: 'wait=30' } });
@@ -72,13 +74,13 @@ async function main(): Promise<void> {
         const run = await closedLoop({
           concurrency: 32,
           durationMs: seconds * 1000,
-          task: () => c.json('POST', '/v1/jobs/bench-sum', { json: nextTrivial(), headers: { prefer: 'wait=30' } }),
+          task: () => c.json('POST', trivial, { json: nextTrivial(), headers: { prefer: 'wait=30' } }),
         });
         return { value: run.results.length / (run.elapsedMs / 1000), units: run.results.length };
       },
       sequential: async (api) => {
         const c = client(api);
-        const run = await closedLoop({ concurrency: 1, total: 100, task: () => c.json('POST', '/v1/jobs/bench-sum', { json: nextTrivial(), headers: { prefer: 'wait=30' } }) });
+        const run = await closedLoop({ concurrency: 1, total: 100, task: () => c.json('POST', trivial, { json: nextTrivial(), headers: { prefer: 'wait=30' } }) });
         return { value: summarize(run.latencies).p50, units: run.results.length };
       },
     };

@@ -192,8 +192,9 @@ export class JobProcessor implements OnApplicationBootstrap {
     // why every cacheable job, though the API looked just before it added it: an identical job that
     // ended between that look and the add had cached its result and released its deduplication id,
     // so this one would run again (the bench smoke's 50 identical submissions over 2 APIs ran twice
-    // without it). A schedule's tick and a fan-out chunk were added without a look at all.
-    if (def.cacheTtlSeconds > 0) {
+    // without it). A schedule's tick and a fan-out chunk were added without a look at all. why not an
+    // inline type: running it again costs less than the look (a round trip to Redis on every job).
+    if (def.cacheTtlSeconds > 0 && !def.inline) {
       const cached = await this.cache.get(job.data.key).catch(() => undefined);
       if (cached) {
         this.metrics.completed(def.name, job.queueName, Date.now() - job.timestamp);
