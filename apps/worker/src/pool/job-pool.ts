@@ -29,8 +29,8 @@ export interface RunOptions {
   /** With tracing on: attributes of the task's span (job id, request id). */
   spanAttributes?: Record<string, SpanAttributeValue | undefined>;
   /**
-   * Run it on this event loop, not a thread (an inline type): neither the signal nor the timeout can
-   * stop it, so it fails as JOB_TIMEOUT once it returns if it ran longer than `timeoutMs`.
+   * Run it on this event loop, not a thread (an inline type): nothing can stop it, so once it returns
+   * it fails with the signal's reason if that came meanwhile, or as JOB_TIMEOUT past `timeoutMs`.
    */
   inline?: { timeoutMs: number };
 }
@@ -62,6 +62,11 @@ export class JobPool implements OnApplicationShutdown {
   private readonly pool: Piscina<ThreadTask, ThreadResult>;
   private readonly channel: BroadcastChannel;
   private readonly logLevel: number;
+  /** Where a task's progress and log lines arrive, from a thread (by the channel) or inline. */
+  private readonly receive = (message: ChannelMessage): void => {
+    if ('percent' in message) this.progressListeners.get(message.taskId)?.(message.percent);
+    else this.receiveLog(message);
+  };
   private readonly progressListeners = new Map<number, (percent: number) => void>();
   private readonly logSinks = new Map<number, LogSink>();
   private readonly replacedListeners: Array<(reason: ReplacementReason) => void> = [];
@@ -173,28 +178,17 @@ export class JobPool implements OnApplicationShutdown {
 
   /**
    * Runs a task of an inline type here, on the event loop; its progress and log lines take the
-   * thread's way in. A cancel or a timeout during an async run fails the job at once (the run goes on
-   * unheard, as nothing can stop it); a synchronous run is checked against its time once it returns.
+   * thread's way in. Nothing can stop it, so a cancel or the timeout that came while it ran (an
+   * async run) takes effect once it returns, and a synchronous run is checked against its time.
    */
   private async runInline(task: ThreadTask, signal: AbortSignal, timeoutMs: number): Promise<ThreadResult> {
     signal.throwIfAborted();
     const started = performance.now();
-    let onAbort: (() => void) | undefined;
-    const aborted = new Promise<never>((_, reject) => signal.addEventListener('abort', (onAbort = () => reject(signal.reason as Error)), { once: true }));
-    aborted.catch(() => undefined);
-    try {
-      const result = await Promise.race([runTask(task, (message) => this.receive(message), 0, this.logLevel), aborted]);
-      const ms = performance.now() - started;
-      if (ms > timeoutMs) throw new CodedJobError(JobFailureCode.JOB_TIMEOUT, `the job ran ${Math.round(ms)} ms on the worker's event loop, longer than its ${timeoutMs} ms`);
-      return result;
-    } finally {
-      signal.removeEventListener('abort', onAbort!);
-    }
-  }
-
-  private receive(message: ChannelMessage): void {
-    if ('percent' in message) this.progressListeners.get(message.taskId)?.(message.percent);
-    else this.receiveLog(message);
+    const result = await runTask(task, this.receive, 0, this.logLevel);
+    signal.throwIfAborted();
+    const ms = performance.now() - started;
+    if (ms > timeoutMs) throw new CodedJobError(JobFailureCode.JOB_TIMEOUT, `the job ran ${Math.round(ms)} ms on the worker's event loop, longer than its ${timeoutMs} ms`);
+    return result;
   }
 
   /** Writes a job's log line (or its drop count) through the job's logger. */
