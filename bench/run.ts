@@ -5,6 +5,7 @@ import { cpus } from 'node:os';
 import { join } from 'node:path';
 import IORedis from 'ioredis';
 import type { AppProcess } from '../test/support/apps';
+import { BENCH_KEY_ENV, sendKeyTo } from './load/api-key';
 import { toMarkdown, RunMeta } from './report/markdown';
 import type { ScenarioReport } from './report/report.types';
 import { toSvg } from './report/svg';
@@ -105,6 +106,8 @@ async function startServers(opts: BenchOptions, templateEnv: Env, prefix: string
       stoppers.push(s.value);
     }
   });
+  // The echo API is the template's, with its key (see createEchoApi).
+  if (servers.echo) sendKeyTo(servers.echo.url);
   const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
   if (failed) throw failed.reason;
   return servers;
@@ -154,8 +157,8 @@ async function main(): Promise<void> {
       REDIS_PREFIX: prefix,
       NODE_ENV: 'production',
       ...IMAGE_ENV,
-      // why: production refuses to run the API without keys; the bench measures the pipeline, not auth.
-      ALLOW_UNAUTHENTICATED: 'true',
+      // why: as in production, with a key: requests authenticated, jobs' owners recorded (bench/load/api-key.ts).
+      ...BENCH_KEY_ENV,
       LOG_LEVEL: opts.logLevel,
       WORKER_THREADS: String(opts.threads),
       SHUTDOWN_TIMEOUT_MS: '5000',

@@ -1,5 +1,6 @@
 import autocannon from 'autocannon';
 import { LatencySummary, summarize } from '../support/stats';
+import { keyHeader } from './api-key';
 
 export interface BlastResult {
   /** Completed 2xx responses per second. */
@@ -26,7 +27,7 @@ export interface BlastOptions {
  * (sub-millisecond), not from autocannon's whole-millisecond histogram.
  */
 export async function blast(options: BlastOptions): Promise<BlastResult> {
-  const headers = { ...options.headers, ...(options.body !== undefined || options.body$ ? { 'content-type': 'application/json' } : {}) };
+  const headers = { ...keyHeader(options.url), ...options.headers, ...(options.body !== undefined || options.body$ ? { 'content-type': 'application/json' } : {}) };
   const latencies: number[] = [];
   let ok = 0;
   let non2xx = 0;

@@ -1,4 +1,5 @@
 import { Agent, request } from 'node:http';
+import { keyHeader } from './api-key';
 
 export interface HttpReply {
   status: number;
@@ -12,18 +13,21 @@ export interface HttpReply {
  */
 export class HttpClient {
   private readonly agent: Agent;
+  /** The bench's API key, when `baseUrl` is a template API started with it (see api-key.ts). */
+  private readonly auth: Record<string, string>;
 
   constructor(
     readonly baseUrl: string,
     maxSockets = 256,
   ) {
     this.agent = new Agent({ keepAlive: true, maxSockets, maxFreeSockets: maxSockets });
+    this.auth = keyHeader(baseUrl);
   }
 
   send(method: string, path: string, options: { json?: unknown; headers?: Record<string, string>; timeoutMs?: number } = {}): Promise<HttpReply> {
     const url = new URL(path, this.baseUrl);
     const body = options.json === undefined ? undefined : Buffer.from(JSON.stringify(options.json));
-    const headers: Record<string, string | number> = { ...options.headers };
+    const headers: Record<string, string | number> = { ...this.auth, ...options.headers };
     if (body) {
       headers['content-type'] = 'application/json';
       headers['content-length'] = body.length;

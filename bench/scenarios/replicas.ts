@@ -1,5 +1,6 @@
 import { request } from 'node:http';
 import type { AppProcess } from '../../test/support/apps';
+import { keyHeader } from '../load/api-key';
 import { closedLoop, HttpClient } from '../load/http-client';
 import { ms, num, perS, spreadOf } from '../report/format';
 import type { ScenarioReport } from '../report/report.types';
@@ -432,7 +433,7 @@ function backgroundLoad(callers: number, task: (i: number) => Promise<unknown>):
 /** Reads a Server-Sent Events stream until the server ends it; each event's name and data. */
 function readEvents(url: string, timeoutMs: number): Promise<Array<{ event: string; data: string }>> {
   return new Promise((resolve, reject) => {
-    const req = request(url, { headers: { accept: 'text/event-stream' }, timeout: timeoutMs }, (res) => {
+    const req = request(url, { headers: { ...keyHeader(url), accept: 'text/event-stream' }, timeout: timeoutMs }, (res) => {
       if (res.statusCode !== 200) {
         res.resume();
         reject(new Error(`replicas: GET ${url} answered HTTP ${res.statusCode}`));

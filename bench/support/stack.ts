@@ -5,6 +5,7 @@ import IORedis from 'ioredis';
 import { AppProcess } from '../../test/support/apps';
 import { RedisServer, redisReachable } from '../../test/support/redis';
 import { freePort } from '../../test/support/wait';
+import { BENCH_API_KEY, sendKeyTo } from '../load/api-key';
 
 export type Env = Record<string, string | undefined>;
 
@@ -47,13 +48,15 @@ export function startTemplateApp(
   env: Env,
   options: { cwd: string; port?: number; nodeArgs?: string[] },
 ): Promise<AppProcess> {
-  return startNode(join(dist, 'apps', kind, 'src', 'main.js'), { ...env, BENCH_JOBS_DIST: dist }, {
+  const app = startNode(join(dist, 'apps', kind, 'src', 'main.js'), { ...env, BENCH_JOBS_DIST: dist }, {
     cwd: options.cwd,
     kind,
     portVar: kind === 'worker' ? 'WORKER_PORT' : 'PORT',
     port: options.port,
     nodeArgs: ['--require', join(__dirname, 'bench-jobs.preload.js'), ...(options.nodeArgs ?? [])],
   });
+  // An API that takes the bench's key (BENCH_KEY_ENV) gets it on every request of the bench's clients.
+  return kind === 'api' && env.API_KEYS?.includes(BENCH_API_KEY) ? app.then((api) => (sendKeyTo(api.url), api)) : app;
 }
 
 /**

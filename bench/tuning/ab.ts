@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import type { AppProcess } from '../../test/support/apps';
 import { OtlpReceiver } from '../../test/support/otlp-receiver';
+import { BENCH_KEY_ENV } from '../load/api-key';
 import { blast } from '../load/blast';
 import { closedLoop, HttpClient } from '../load/http-client';
 import { nextTrivial, rotate } from '../scenarios/context';
@@ -48,7 +49,8 @@ async function main(): Promise<void> {
         REDIS_URL: redis.url,
         REDIS_PREFIX: `ab-${side}-${randomBytes(3).toString('hex')}`,
         NODE_ENV: 'production',
-        ALLOW_UNAUTHENTICATED: 'true',
+        // why: as in production, with a key: requests authenticated, jobs' owners recorded (bench/load/api-key.ts).
+        ...BENCH_KEY_ENV,
         LOG_LEVEL: 'warn',
         WORKER_THREADS: '2',
         ...envOf(process.env[`AB_ENV_${side}`]?.replaceAll('$OTLP_SINK', sink?.url ?? '')),

@@ -1,5 +1,6 @@
 import { join } from 'node:path';
 import { createEchoApi, fromDist } from '../adapters/echo-api';
+import { BENCH_API_KEY, BENCH_KEY_ENV } from '../load/api-key';
 import { startRedis } from '../support/stack';
 import { spread } from '../support/stats';
 
@@ -17,7 +18,7 @@ async function main(): Promise<void> {
   const { prepareJob } = load<typeof import('../../apps/api/src/jobs/job-input')>('apps/api/src/jobs/job-input');
 
   const redis = await startRedis(process.env.REDIS_URL);
-  const env = { ...process.env, REDIS_URL: redis.url, REDIS_PREFIX: `hit-path-${process.pid}`, NODE_ENV: 'production', ALLOW_UNAUTHENTICATED: 'true', LOG_LEVEL: 'warn' };
+  const env = { ...process.env, REDIS_URL: redis.url, REDIS_PREFIX: `hit-path-${process.pid}`, NODE_ENV: 'production', ...BENCH_KEY_ENV, LOG_LEVEL: 'warn' };
   const { app, registry } = await createEchoApi(dist, env);
   await app.init();
   await app.getHttpAdapter().getInstance().ready();
@@ -38,7 +39,7 @@ async function main(): Promise<void> {
 
   const fastify = app.getHttpAdapter().getInstance();
   const payload = JSON.stringify(body);
-  const post = (url: string) => fastify.inject({ method: 'POST', url, payload, headers: { 'content-type': 'application/json' } });
+  const post = (url: string) => fastify.inject({ method: 'POST', url, payload, headers: { 'content-type': 'application/json', 'x-api-key': BENCH_API_KEY } });
   const legs = { hit: '/v1/jobs/fibonacci', echo: '/bench/echo/fibonacci' };
   for (const [name, url] of Object.entries(legs)) {
     const reply = await post(url);

@@ -2,6 +2,7 @@ import { pbkdf2Sync, randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import IORedis from 'ioredis';
 import type { AppProcess } from '../../test/support/apps';
+import { BENCH_KEY_ENV } from '../load/api-key';
 import { blast } from '../load/blast';
 import { HttpClient } from '../load/http-client';
 import { Saturator } from '../load/saturator';
@@ -65,7 +66,8 @@ async function main(): Promise<void> {
         REDIS_URL: redis.url,
         REDIS_PREFIX: `iso-${randomBytes(3).toString('hex')}`,
         NODE_ENV: 'production',
-        ALLOW_UNAUTHENTICATED: 'true',
+        // why: as in production, with a key: requests authenticated, jobs' owners recorded (bench/load/api-key.ts).
+        ...BENCH_KEY_ENV,
         LOG_LEVEL: 'warn',
         WORKER_THREADS: '2',
         ...setting.env,
