@@ -1,6 +1,6 @@
 import { rmSync } from 'node:fs';
 import { Redis } from 'ioredis';
-import { corkUntilNextTick, LuaScript, replicaMark, waitForReplicas } from '@app/redis';
+import { coalesceWrites, LuaScript, replicaMark, waitForReplicas } from '@app/redis';
 import { RedisServer } from './support/redis';
 import { newNode, type RedisNode } from './support/redis-ha';
 import { sleep, waitFor } from './support/wait';
@@ -40,15 +40,33 @@ describe('sending to Redis', () => {
     await expect(new LuaScript(`return redis.error_reply('NOPE')`, 0).run(redis)).rejects.toThrow('NOPE');
   });
 
-  it('commands sent in one tick after corkUntilNextTick reach Redis in one write, in order', async () => {
-    const before = await readsProcessed(admin);
-    corkUntilNextTick(redis);
-    const replies = Promise.all([redis.set('a', '1'), redis.append('a', '2'), redis.get('a')]);
-    await expect(replies).resolves.toEqual(['OK', 2, '12']);
-    // The cork's one read, and the INFO that counts it.
-    expect((await readsProcessed(admin)) - before).toBe(2);
-    // Once the tick has passed, the connection writes as it did.
-    await expect(redis.get('a')).resolves.toBe('12');
+  it('commands sent in one turn of the event loop reach Redis in one write, in order; the next turn writes again', async () => {
+    const coalesced = new Redis(server.url);
+    coalesceWrites(coalesced);
+    try {
+      await coalesced.ping();
+      const before = await readsProcessed(admin);
+      // One turn: a command, one sent from a later tick and one from a microtask after that.
+      const replies = new Promise((resolve) => {
+        const set = coalesced.set('a', '1');
+        process.nextTick(() => {
+          const append = coalesced.append('a', '2');
+          queueMicrotask(() => resolve(Promise.all([set, append, coalesced.get('a')])));
+        });
+      });
+      // The next turn: written on its own.
+      const later = new Promise((resolve) => setImmediate(() => resolve(coalesced.append('a', '3'))));
+      await expect(replies).resolves.toEqual(['OK', 2, '12']);
+      await expect(later).resolves.toBe(3);
+      // The turn's one read, the next turn's one, and the INFO that counts them.
+      expect((await readsProcessed(admin)) - before).toBe(3);
+      // A plain connection writes each command as it is sent.
+      const plainBefore = await readsProcessed(admin);
+      await Promise.all([redis.set('b', '1'), redis.get('b')]);
+      expect((await readsProcessed(admin)) - plainBefore).toBe(3);
+    } finally {
+      await coalesced.quit();
+    }
   });
 });
 

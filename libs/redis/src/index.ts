@@ -1,4 +1,4 @@
-export { corkUntilNextTick } from './cork';
+export { coalesceWrites } from './cork';
 export { evictionPolicy, watchEvictionPolicy } from './eviction-check';
 export { LuaScript } from './lua-script';
 export { pingRedis } from './redis.factory';

@@ -1,5 +1,6 @@
 import { Cluster, type ClusterOptions, Redis, type RedisOptions } from 'ioredis';
 import type { RedisTarget } from '@app/config';
+import { coalesceWrites } from './cork';
 import { redisProblem } from './redis-refusal';
 import { tlsOptions } from './redis-tls';
 
@@ -97,6 +98,7 @@ export function createRedis(target: RedisTarget, role: RedisRole, name: string):
   };
   client.on('error', onError).on('ready', () => refusals.delete(client));
   if (client instanceof Cluster) client.on('node error', onError);
+  if (role === 'request' || role === 'durable') coalesceWrites(client);
   return client;
 }
 

@@ -3,7 +3,6 @@ import { Inject, Injectable } from '@nestjs/common';
 import { type CachedResult, ResultCache } from '@app/cache';
 import { CONFIG, type Config } from '@app/config';
 import type { JobDefinition } from '@app/jobs';
-import { corkUntilNextTick } from '@app/redis';
 import { ApiError } from '../http/api-error';
 import type { ServerTiming } from '../http/server-timing';
 import { Backlog } from './backlog';
@@ -105,8 +104,7 @@ export class SubmitPipeline {
       throw error;
     };
     const mark = this.replicas.mark(queue);
-    // why: the watchers, the owners and the add leave in one write.
-    corkUntilNextTick(connection);
+    // The watchers, the owners and the add leave in one write (coalesceWrites in libs/redis).
     const registered = options.wait ? adding.map(({ id }) => this.notices.register(def.queue, id, connection)) : [];
     options.adding?.();
     const newJobs = adding.map(({ i, id }) => newJob(jobs[i], id, options.submission, this.config.jobRetentionSeconds));

@@ -5,7 +5,7 @@ import { CONFIG, type Config } from '@app/config';
 import { CodedJobError, isRetried, JobFailureCode, JobRegistry, knownVersions, parseFailure, runnerOf } from '@app/jobs';
 import { type Logger, LOGGER } from '@app/logging';
 import { queueKeys, queuePrefix } from '@app/queue';
-import { corkUntilNextTick, type RedisClient } from '@app/redis';
+import type { RedisClient } from '@app/redis';
 import { SPAN_ATTRIBUTES, type Tracing, TRACING } from '@app/tracing';
 import { JobPool, type RunOptions } from '../pool/job-pool';
 import { CancelRequests } from './cancel-requests';
@@ -33,7 +33,7 @@ class HandBack extends Error {}
  * progress, cancellation and probes stay prompt however heavy the jobs are. Per job it does what
  * the job needs and no more: no Redis command whose answer it already has (a cancel arrives with the
  * job or by message), the cache write pipelined before BullMQ's completion on the same connection
- * and in the same write, log lines at debug level, bound metric series.
+ * and in the same write (see coalesceWrites in libs/redis), log lines at debug level, bound metric series.
  */
 @Injectable()
 export class JobProcessor implements OnApplicationBootstrap {
@@ -237,8 +237,7 @@ export class JobProcessor implements OnApplicationBootstrap {
       if (job.data.parent) void this.notifier.childProgress(job, 100).catch(() => undefined);
       // why the thread's key, not job.data.key: job data could name another input's key (cache poisoning).
       if (key !== job.data.key) log().warn({ dataKey: job.data.key, key }, "job data named another content key than its input gives; caching under the input's");
-      // why: the cache writes, the owners' expiry and BullMQ's completion after them go in one write.
-      corkUntilNextTick(this.redis);
+      // The cache writes, the owners' expiry and BullMQ's completion after them leave in one write (coalesceWrites).
       const caching = this.cacheWriter
         .set(key, { id: job.id!, type: def.name, result, attempts: job.attemptsMade + 1, createdAt: job.timestamp, startedAt, finishedAt }, def.cacheTtlSeconds)
         .catch((error: unknown) => log().warn({ err: error }, 'could not cache the result; the job still completes'));
