@@ -140,6 +140,14 @@ describe('jobs API', () => {
     expect((await submit(api.url, 'inline-echo', { n: 7 }, { wait: 10 })).body).toMatchObject({ status: 'completed', result: { n: 7, mainThread: true } });
   });
 
+  it("ends an inline type's asynchronous run cancelled by a DELETE that came while it ran, once it returns", async () => {
+    const { body } = await submit(api.url, 'inline-echo', { n: 8, waitMs: 1500 });
+    await waitForStatus(api.url, body.id, 'active');
+    const res = await request(`${api.url}/v1/jobs/${body.id}`, { method: 'DELETE' });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ id: body.id, status: 'cancelled', error: { code: 'JOB_CANCELLED', message: 'cancelled while running' } });
+  });
+
   it("answers a job whose result got cached after the API looked without running it; an inline type's job just runs", async () => {
     const redis = new IORedis(env.REDIS_URL!, { maxRetriesPerRequest: null });
     const queue = new Queue<JobData, unknown, string>('default', { connection: redis, prefix: queuePrefix(env.REDIS_PREFIX!, 'default') });

@@ -52,7 +52,7 @@ describe('JobPool', () => {
       expect(value).toEqual({ n: 7, mainThread: true });
       expect(reports).toEqual([100]);
       const { contentKey } = require(join(__dirname, '..', 'dist', 'libs', 'jobs', 'src', 'content-key')) as typeof import('../libs/jobs/src/content-key');
-      expect(key).toBe(contentKey({ name: 'inline-echo', version: 1 }, '{"n":7,"spinMs":0}'));
+      expect(key).toBe(contentKey({ name: 'inline-echo', version: 1 }, '{"n":7,"spinMs":0,"waitMs":0}'));
       // The same type on a thread, for comparison: the pool's own path.
       expect(await run(pool, 'inline-echo', '{"n":7}')).toEqual({ n: 7, mainThread: false });
     });

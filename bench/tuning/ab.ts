@@ -19,6 +19,7 @@ import { Rounds, summarize } from '../support/stats';
  *   AB_ENV_A / AB_ENV_B     extra env, "NAME=value,NAME=value" (e.g. WORKER_NICE=0)
  *   AB_ROUNDS (8), AB_SECONDS (1.5), AB_MEASURES (cacheHit,trivialJobs,sequential,trivialRoute)
  *   AB_TRIVIAL_TYPE         the trivial job of trivialJobs and sequential (bench-sum; bench-sum-inline)
+ *   AB_NODE_ARGS            Node flags for both sides' apps ("--cpu-prof --cpu-prof-dir=/tmp/prof")
  *
  * Besides each measure (req/s, jobs/s or p50 ms), it reports the CPU time the API and the worker
  * spent per request or job (from /proc), which a busy host disturbs less than throughput.
@@ -40,6 +41,7 @@ async function main(): Promise<void> {
   const rounds = Number(process.env.AB_ROUNDS ?? 8);
   const seconds = Number(process.env.AB_SECONDS ?? 1.5);
   const progress = new Progress();
+  const nodeArgs = (process.env.AB_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
   const redis = await startRedis(process.env.REDIS_URL);
   const stacks: Array<{ api: AppProcess; worker: AppProcess }> = [];
   const sink = [process.env.AB_ENV_A, process.env.AB_ENV_B].some((v) => v?.includes('$OTLP_SINK')) ? await OtlpReceiver.start() : undefined;
@@ -55,7 +57,7 @@ async function main(): Promise<void> {
         WORKER_THREADS: '2',
         ...envOf(process.env[`AB_ENV_${side}`]?.replaceAll('$OTLP_SINK', sink?.url ?? '')),
       };
-      stacks.push(await startTemplate(root, env, { dist: process.env[`AB_DIST_${side}`] ?? join(root, 'dist') }));
+      stacks.push(await startTemplate(root, env, { dist: process.env[`AB_DIST_${side}`] ?? join(root, 'dist'), nodeArgs }));
     }
     const trivial = `/v1/jobs/${process.env.AB_TRIVIAL_TYPE ?? 'bench-sum'}`;
     const clients = new Map(stacks.map(({ api }) => [api, new HttpClient(api.url, 64)]));

@@ -28,6 +28,28 @@ const NEWER_VERSION_RETRY_MS = 2000;
 
 class HandBack extends Error {}
 
+/** Why BullMQ aborted a running job: handed back at shutdown, or cancelled by request. */
+const abortReason = (signal: AbortSignal): Error =>
+  signal.reason === HAND_BACK ? new HandBack() : new CodedJobError(JobFailureCode.JOB_CANCELLED, 'cancelled while running');
+
+/**
+ * The signal a pool thread's run gets: aborted at `timeoutMs` (JOB_TIMEOUT), or when BullMQ aborts
+ * the job (abortReason). `dispose` once the run has ended.
+ */
+function stopSignal(signal: AbortSignal, timeoutMs: number): { signal: AbortSignal; dispose: () => void } {
+  const abort = new AbortController();
+  const timer = setTimeout(() => abort.abort(new CodedJobError(JobFailureCode.JOB_TIMEOUT, `the job ran longer than ${timeoutMs} ms; its thread was terminated`)), timeoutMs);
+  const onAbort = () => abort.abort(abortReason(signal));
+  signal.addEventListener('abort', onAbort, { once: true });
+  return {
+    signal: abort.signal,
+    dispose: () => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', onAbort);
+    },
+  };
+}
+
 /**
  * The BullMQ consumer. Its event loop only moves data: job code runs on the pool, so lock renewals,
  * progress, cancellation and probes stay prompt however heavy the jobs are. Per job it does what
@@ -203,14 +225,9 @@ export class JobProcessor implements OnApplicationBootstrap {
     }
 
     const timeoutMs = Math.min(def.timeoutMs, this.config.jobTimeoutMs);
-    const abort = new AbortController();
-    const timer = setTimeout(
-      () => abort.abort(new CodedJobError(JobFailureCode.JOB_TIMEOUT, `the job ran longer than ${timeoutMs} ms${def.inline ? '' : '; its thread was terminated'}`)),
-      timeoutMs,
-    );
-    const onAbort = () =>
-      abort.abort(signal.reason === HAND_BACK ? new HandBack() : new CodedJobError(JobFailureCode.JOB_CANCELLED, 'cancelled while running'));
-    signal.addEventListener('abort', onAbort, { once: true });
+    // why none for an inline run: nothing could stop it; the pool checks its time and BullMQ's
+    // signal once it returns (JobPool.runInline), and a timer and a controller per job cost more.
+    const stop = def.inline ? undefined : stopSignal(signal, timeoutMs);
 
     const startedAt = Date.now();
     this.metrics.started();
@@ -223,7 +240,7 @@ export class JobProcessor implements OnApplicationBootstrap {
       const options: RunOptions = {
         attempt: job.attemptsMade + 1,
         scope: job.data.scope,
-        signal: abort.signal,
+        signal: stop?.signal ?? signal,
         onProgress,
         log: () => this.rootLogger.child({ context: 'job', ...fields }),
         spanAttributes: { [SPAN_ATTRIBUTES.jobId]: job.id, [SPAN_ATTRIBUTES.requestId]: fields.requestId },
@@ -246,7 +263,9 @@ export class JobProcessor implements OnApplicationBootstrap {
       if (debug) log().debug({ ms: finishedAt - startedAt }, 'job completed');
       this.metrics.completed(def.name, job.queueName, finishedAt - job.timestamp);
       return result;
-    } catch (error) {
+    } catch (thrown) {
+      // An inline run that found BullMQ's signal aborted threw its reason, a string.
+      const error = def.inline && signal.aborted && thrown === signal.reason ? abortReason(signal) : thrown;
       const ms = Date.now() - startedAt;
       if (error instanceof WaitingChildrenError) {
         this.metrics.ended(def.name, 'split', ms);
@@ -264,8 +283,7 @@ export class JobProcessor implements OnApplicationBootstrap {
       log().warn({ code: coded.code, ms }, `job failed: ${coded.message}`);
       throw this.failure(job, coded);
     } finally {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', onAbort);
+      stop?.dispose();
     }
   }
 }
