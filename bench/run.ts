@@ -5,7 +5,7 @@ import { cpus } from 'node:os';
 import { join } from 'node:path';
 import IORedis from 'ioredis';
 import type { AppProcess } from '../test/support/apps';
-import { BENCH_KEY_ENV, sendKeyTo } from './load/api-key';
+import { BENCH_API_KEY, BENCH_KEY_ENV, sendKeyTo } from './load/api-key';
 import { toMarkdown, RunMeta } from './report/markdown';
 import type { ScenarioReport } from './report/report.types';
 import { toSvg } from './report/svg';
@@ -107,7 +107,7 @@ async function startServers(opts: BenchOptions, templateEnv: Env, prefix: string
     }
   });
   // The echo API is the template's, with its key (see createEchoApi).
-  if (servers.echo) sendKeyTo(servers.echo.url);
+  if (servers.echo && templateEnv.API_KEYS?.includes(BENCH_API_KEY)) sendKeyTo(servers.echo.url);
   const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
   if (failed) throw failed.reason;
   return servers;

@@ -16,7 +16,8 @@ import { Rounds, summarize } from '../support/stats';
  * median of the per-round ratios B ÷ A.
  *
  *   AB_DIST_A / AB_DIST_B   builds to compare (default: ./dist for both)
- *   AB_ENV_A / AB_ENV_B     extra env, "NAME=value,NAME=value" (e.g. WORKER_NICE=0)
+ *   AB_ENV_A / AB_ENV_B     extra env, "NAME=value,NAME=value" (e.g. WORKER_NICE=0; both sides run with the
+ *                           bench's API key, and "API_KEYS=,ALLOW_UNAUTHENTICATED=true" runs one without)
  *   AB_ROUNDS (8), AB_SECONDS (1.5), AB_MEASURES (cacheHit,trivialJobs,sequential,trivialRoute)
  *   AB_TRIVIAL_TYPE         the trivial job of trivialJobs and sequential (bench-sum; bench-sum-inline)
  *   AB_NODE_ARGS            Node flags for both sides' apps ("--cpu-prof --cpu-prof-dir=/tmp/prof")
