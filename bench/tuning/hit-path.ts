@@ -9,7 +9,7 @@ import { spread } from '../support/stats';
  * (no sockets, no load generator): µs per request of each, alternating, for finding where a hit's
  * time goes (run it with --cpu-prof). Uses REDIS_URL or a redis-server of its own.
  *
- *   node [--cpu-prof] bench/.build/bench/tuning/hit-path.js      HIT_ROUNDS (6), HIT_REQUESTS (20000), BENCH_DIST
+ *   npx node [--cpu-prof] bench/.build/bench/tuning/hit-path.js      HIT_ROUNDS (6), HIT_REQUESTS (20000), BENCH_DIST
  */
 async function main(): Promise<void> {
   const dist = process.env.BENCH_DIST ?? join(process.cwd(), 'dist');

@@ -28,7 +28,7 @@ import { delta, SchedCounters, schedCounters } from './sched-counters';
  *   ISO_ROUNDS (3), ISO_SECONDS (4), ISO_CONNECTIONS (10), ISO_CALLERS (6), ISO_JOB_MS (25)
  *
  *   npm run build && npx tsc -p bench/tsconfig.json
- *   flock /work/bench.lock node bench/.build/bench/tuning/isolation-settings.js
+ *   flock /work/bench.lock npx node bench/.build/bench/tuning/isolation-settings.js
  */
 interface Setting {
   name: string;

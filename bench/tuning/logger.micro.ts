@@ -5,7 +5,7 @@ import { createLogger, REDACTED_PATHS } from '../../libs/logging/src/logger';
  * What LOG_FORMAT costs JSON logging: the logger as it was before (pino with our redaction, built
  * inline here) against createLogger in production, per construction and per log call; and, for
  * scale, the pretty lines a terminal gets. Lines go to stdout, so send it away; results go to stderr:
- *   npx tsc -p bench/tsconfig.json && node bench/.build/bench/tuning/logger.micro.js > /dev/null
+ *   npx tsc -p bench/tsconfig.json && npx node bench/.build/bench/tuning/logger.micro.js > /dev/null
  */
 function nsPerCall(fn: () => void, calls: number): number {
   for (let i = 0; i < calls / 10; i++) fn();

@@ -6,7 +6,7 @@ import { basename, join } from 'node:path';
  * --cpu-prof-dir=/tmp/prof"): for each profile, the top N functions by self time and the top N
  * files (a package under node_modules counts as one file, the app's own code per file).
  *
- *   node bench/.build/bench/tuning/profile.js /tmp/prof [more files or dirs]   PROFILE_TOP (20)
+ *   npx node bench/.build/bench/tuning/profile.js /tmp/prof [more files or dirs]   PROFILE_TOP (20)
  *
  * With PROFILE_INCLUSIVE=<regex>, also the top functions by inclusive time (self plus callees,
  * each sample counted once per function) among those whose "name file" matches, e.g.

@@ -4,7 +4,7 @@ import { BoundCounter, BoundHistogram } from '../../libs/metrics/src/bound-metri
 /**
  * CPU time per update of a request-path metric: prom-client's labelled child (validates and hashes
  * its labels each time) against a bound series (libs/metrics/src/bound-metrics.ts).
- *   npx tsc -p bench/tsconfig.json && node bench/.build/bench/tuning/request-metrics.micro.js
+ *   npx tsc -p bench/tsconfig.json && npx node bench/.build/bench/tuning/request-metrics.micro.js
  */
 function nsPerCall(fn: () => void, calls = 2_000_000): number {
   for (let i = 0; i < 100_000; i++) fn();
