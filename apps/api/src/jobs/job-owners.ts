@@ -11,6 +11,15 @@ import { QUEUE_REDIS } from '../queues/queue.providers';
  */
 const OWNERS_IN_FLIGHT_SECONDS = 7 * 24 * 3600;
 
+/** How many (caller, finished job) pairs a replica remembers having recorded (see JobOwners.add). */
+const RECORDED_MAX = 10_000;
+
+/** A cached result a caller got: the finished job it came from, and when the entry expires. */
+export interface CacheHit {
+  id: string;
+  expiresAt?: number;
+}
+
 /**
  * Removes one owner, unless it is the last one, and answers how many others remain (0: it is the
  * last, and stays, to cancel the job and read the cancelled view). Atomic, so of owners leaving at
@@ -31,6 +40,8 @@ return 0`, 1);
 export class JobOwners {
   readonly enabled: boolean;
   private readonly keys: ReturnType<typeof queueKeys>;
+  /** Caller and finished job, recorded by this replica, until when the record surely stays (oldest first). */
+  private readonly recorded = new Map<string, number>();
 
   constructor(
     @Inject(QUEUE_REDIS) private readonly redis: RedisClient,
@@ -41,18 +52,35 @@ export class JobOwners {
   }
 
   /**
-   * Records `scope` as an owner of each of `ids`. why one round trip and no MULTI: on Redis Cluster
-   * the sets of a batch live on many slots; the commands go out together and are answered together.
+   * Records `scope` as an owner of each of `ids` (jobs it added or joined) and of the finished jobs
+   * whose cached results it got (`hits`). why one round trip and no MULTI: on Redis Cluster the sets
+   * of a batch live on many slots; the commands go out together and are answered together.
+   *
+   * A hit this replica has recorded for `scope` before is not written again: a finished job's owner
+   * set only grows (DELETE refuses a finished job, so nobody withdraws) and lives at least as long
+   * as its cached result (the worker gives it the longer of JOB_RETENTION_SECONDS and the cache
+   * TTL), so a caller that repeats a submission costs no write after its first.
    */
-  async add(ids: readonly string[], scope: string): Promise<void> {
-    if (!this.enabled || ids.length === 0) return;
+  async add(ids: readonly string[], scope: string, hits: readonly CacheHit[] = []): Promise<void> {
+    if (!this.enabled) return;
+    const now = Date.now();
+    const unrecorded = hits.filter((hit) => !((this.recorded.get(recordKey(scope, hit.id)) ?? 0) > now));
+    if (ids.length === 0 && unrecorded.length === 0) return;
     await Promise.all(
-      ids.flatMap((id) => {
+      [...unrecorded.map((hit) => hit.id), ...ids].flatMap((id) => {
         const key = this.keys.owners(id);
         // why NX: a set that already has a lifetime (a finished job's) keeps it.
         return [this.redis.sadd(key, scope), this.redis.expire(key, OWNERS_IN_FLIGHT_SECONDS, 'NX')];
       }),
     );
+    for (const { id, expiresAt } of unrecorded) {
+      if (expiresAt === undefined) continue;
+      const key = recordKey(scope, id);
+      this.recorded.delete(key);
+      // why capped: a set this write created has the in-flight lifetime, which a long cache TTL may exceed.
+      this.recorded.set(key, Math.min(expiresAt, now + OWNERS_IN_FLIGHT_SECONDS * 1000));
+      if (this.recorded.size > RECORDED_MAX) this.recorded.delete(this.recorded.keys().next().value!);
+    }
   }
 
   /** True when `scope` may see job `id` (always, without API keys). */
@@ -72,3 +100,5 @@ export class JobOwners {
     if (this.enabled) await this.redis.expire(this.keys.owners(id), seconds);
   }
 }
+
+const recordKey = (scope: string, id: string) => `${scope}\n${id}`;

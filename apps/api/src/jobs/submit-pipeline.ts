@@ -73,9 +73,9 @@ export class SubmitPipeline {
       else work.push(i);
     });
     // The caller may read a cached result by its id from now on, like the caller whose job produced it.
-    const hitIds = cached.flatMap((hit) => (hit ? [hit.id] : []));
+    const hits = cached.filter((hit) => hit !== undefined);
     if (work.length === 0) {
-      await this.owners.add(hitIds, options.scope);
+      await this.owners.add([], options.scope, hits);
       return outcomes;
     }
 
@@ -90,7 +90,7 @@ export class SubmitPipeline {
     }
     const adding = work.slice(0, admitted).map((i) => ({ i, id: options.idFor?.(i) ?? randomUUID() }));
     if (adding.length === 0) {
-      await this.owners.add(hitIds, options.scope);
+      await this.owners.add([], options.scope, hits);
       return outcomes;
     }
 
@@ -110,7 +110,7 @@ export class SubmitPipeline {
     const newJobs = adding.map(({ i, id }) => newJob(jobs[i], id, options.submission, this.config.jobRetentionSeconds));
     const [added] = await Promise.all([
       newJobs.length === 1 ? submitter.add(newJobs[0].name, newJobs[0].data, newJobs[0].opts).then((job) => [job]) : submitter.addBulk(newJobs),
-      this.owners.add([...hitIds, ...adding.map(({ id }) => id)], options.scope),
+      this.owners.add(adding.map(({ id }) => id), options.scope, hits),
       ...registered,
     ]).catch(closeAll);
     options.timing?.mark('enqueue');

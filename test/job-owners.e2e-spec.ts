@@ -1,0 +1,57 @@
+import { Redis } from 'ioredis';
+import type { Config } from '@app/config';
+import { queueKeys } from '@app/queue';
+import { JobOwners } from '../apps/api/src/jobs/job-owners';
+import { RedisServer } from './support/redis';
+
+/** JobOwners on a Redis of the test's own, whose command counts are the test's alone. */
+describe('job owners', () => {
+  const prefix = 'owners-test';
+  let server: RedisServer;
+  let redis: Redis;
+  let admin: Redis;
+  let owners: JobOwners;
+  beforeAll(async () => {
+    server = await RedisServer.start();
+    redis = new Redis(server.url);
+    admin = new Redis(server.url);
+    owners = new JobOwners(redis, { apiKeys: [{ name: 'a', key: 'k'.repeat(32) }], redisPrefix: prefix } as unknown as Config);
+  });
+  afterAll(async () => {
+    await Promise.all([redis?.quit(), admin?.quit()]);
+    await server?.stop();
+  });
+  const sadds = async () => Number(/cmdstat_sadd:calls=(\d+)/.exec(await admin.info('commandstats'))?.[1] ?? 0);
+
+  it("records a cache hit's caller once per replica while the result lives; other callers, expired results and new jobs are written", async () => {
+    const until = Date.now() + 60_000;
+    await owners.add([], 'alice', [{ id: 'done-1', expiresAt: until }]);
+    expect(await sadds()).toBe(1);
+    await expect(owners.owns('done-1', 'alice')).resolves.toBe(true);
+    // The same caller again: its record stays as long as the result, nothing to write.
+    await owners.add([], 'alice', [{ id: 'done-1', expiresAt: until }]);
+    expect(await sadds()).toBe(1);
+    // Another caller is recorded.
+    await owners.add([], 'bob', [{ id: 'done-1', expiresAt: until }]);
+    expect(await sadds()).toBe(2);
+    await expect(owners.owns('done-1', 'bob')).resolves.toBe(true);
+    // A result past its expiry, or of unknown expiry, is written each time.
+    await owners.add([], 'carol', [{ id: 'done-2', expiresAt: Date.now() - 1 }]);
+    await owners.add([], 'carol', [{ id: 'done-2' }]);
+    expect(await sadds()).toBe(4);
+    // A job added or joined is written each time: its owners may still withdraw while it runs.
+    await owners.add(['running-1'], 'alice', [{ id: 'done-1', expiresAt: until }]);
+    await owners.add(['running-1'], 'alice');
+    expect(await sadds()).toBe(6);
+    // A set the hit created has the in-flight lifetime.
+    expect(await redis.ttl(queueKeys(prefix).owners('done-2'))).toBeGreaterThan(24 * 3600);
+  });
+
+  it('records nothing without API keys', async () => {
+    const before = await sadds();
+    const open = new JobOwners(redis, { apiKeys: [], redisPrefix: prefix } as unknown as Config);
+    await open.add(['x'], 'anyone', [{ id: 'y', expiresAt: Date.now() + 60_000 }]);
+    expect(await sadds()).toBe(before);
+    await expect(open.owns('x', 'someone-else')).resolves.toBe(true);
+  });
+});
