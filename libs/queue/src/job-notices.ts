@@ -43,29 +43,22 @@ export function noticeChannel(prefix: string, queue: string, replicaId: string):
 }
 
 /**
- * The set of the channels (replicas) waiting on job `jobId` besides the one that submitted it (whose
- * channel is in the job's data): a replica that joins it, streams it or confirms its cancel adds
- * itself here, then reads the job, so a finish before it joined the set is seen by that read.
+ * The set of the channels (replicas) waiting on job `jobId`. A replica that submits a job and waits
+ * on it adds itself on the add's connection, just before the add; one that joins it, streams it or
+ * confirms its cancel adds itself, then reads the job, so a finish before it joined the set is seen
+ * by that read.
  */
 export function watchersKey(prefix: string, queue: string, jobId: string): string {
   return `${queuePrefix(prefix, queue)}:watch:${jobId}`;
 }
 
 /**
- * Publishes ARGV[1] (a notice) to every channel in KEYS[1] (the job's watchers) and ARGV[3..] (the
- * channels its data names), once each; with ARGV[2] = '1' (final), deletes the watchers too. Returns
- * how many channels it published to.
+ * Publishes ARGV[1] (a notice) to every channel in KEYS[1] (the job's watchers); with ARGV[2] = '1'
+ * (final), deletes the watchers too. Returns how many channels it published to.
  */
 export const NOTIFY = new LuaScript(`
 local channels = redis.call('SMEMBERS', KEYS[1])
-for i = 3, #ARGV do channels[#channels + 1] = ARGV[i] end
-local seen = {}
-for _, channel in ipairs(channels) do
-  if not seen[channel] then
-    seen[channel] = true
-    redis.call('SPUBLISH', channel, ARGV[1])
-  end
-end
+for _, channel in ipairs(channels) do redis.call('SPUBLISH', channel, ARGV[1]) end
 if ARGV[2] == '1' then redis.call('DEL', KEYS[1]) end
 return #channels
 `, 1);
