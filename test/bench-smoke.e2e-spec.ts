@@ -49,6 +49,8 @@ describe('bench (smoke)', () => {
     const scenarios = SCENARIOS.filter((name) => name !== 'batch' || present('batch'));
     expect(Object.keys(json.scenarios)).toEqual([...scenarios, 'memory']);
     expect(json.scenarios.singleFlight.executions.values).toEqual([1]);
+    // The soak read each app's heap after a full collection (SIGUSR2, bench-jobs.preload.ts), and the apps lived through it.
+    expect(json.scenarios.memory.soak.map((p: { apiHeap: number; workerHeap: number }) => p.apiHeap > 0 && p.workerHeap > 0)).toEqual([true, true, true]);
     const measured = json.rows.filter((r: { ratio?: { median: number } }) => r.ratio);
     expect(measured.length).toBeGreaterThan(8);
     // Named with their rounds, so a NaN says where it came from (JSON writes NaN and Infinity as null).

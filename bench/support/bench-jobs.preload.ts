@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+import { isMainThread } from 'node:worker_threads';
 import type * as DefineJobModule from '../../libs/jobs/src/define-job';
 import type * as RegistryModule from '../../libs/jobs/src/registry';
 import { declareBenchJobs } from './bench-jobs';
@@ -9,7 +10,12 @@ import { declareBenchJobs } from './bench-jobs';
  * BENCH_JOBS_DIST before the app reads it. why here, not in libs/jobs: no type exists for the bench
  * alone in the apps a service ships; why that build's defineJob: an earlier build (BENCH_BEFORE_DIST)
  * gets definitions of its own shape.
+ *
+ * Also, in the app's main thread: SIGUSR2 runs a full garbage collection (the bench starts the apps
+ * with --expose-gc), so the memory soak reads the heap still referenced after each chunk, not what
+ * the collector has yet to free (gcNow in scenarios/memory.ts).
  */
+if (isMainThread) process.on('SIGUSR2', () => (globalThis as { gc?: () => void }).gc?.());
 const dist = process.env.BENCH_JOBS_DIST;
 if (dist) {
   const { defineJob } = require(join(dist, 'libs', 'jobs', 'src', 'define-job.js')) as typeof DefineJobModule;

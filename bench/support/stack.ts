@@ -40,7 +40,8 @@ export const IMAGE_ENV: Env = { WORKER_SCHED: 'idle' };
 
 /**
  * One of the template's apps from the build in `dist`, with the bench's job types added to its
- * registry (bench-jobs.preload.ts, which Node also runs in each pool thread).
+ * registry (bench-jobs.preload.ts, which Node also runs in each pool thread), and a full garbage
+ * collection on SIGUSR2 (--expose-gc, for the memory soak).
  */
 export function startTemplateApp(
   dist: string,
@@ -53,7 +54,7 @@ export function startTemplateApp(
     kind,
     portVar: kind === 'worker' ? 'WORKER_PORT' : 'PORT',
     port: options.port,
-    nodeArgs: ['--require', join(__dirname, 'bench-jobs.preload.js'), ...(options.nodeArgs ?? [])],
+    nodeArgs: ['--expose-gc', '--require', join(__dirname, 'bench-jobs.preload.js'), ...(options.nodeArgs ?? [])],
   });
   // An API that takes the bench's key (BENCH_KEY_ENV) gets it on every request of the bench's clients.
   return kind === 'api' && env.API_KEYS?.includes(BENCH_API_KEY) ? app.then((api) => (sendKeyTo(api.url), api)) : app;
