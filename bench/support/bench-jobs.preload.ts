@@ -13,7 +13,7 @@ import { declareBenchJobs } from './bench-jobs';
  *
  * Also, in the app's main thread: SIGUSR2 runs a full garbage collection (the bench starts the apps
  * with --expose-gc), so the memory soak reads the heap still referenced after each chunk, not what
- * the collector has yet to free (gcNow in scenarios/memory.ts).
+ * the collector has yet to free (heapAfterGc in scenarios/memory.ts).
  */
 if (isMainThread) process.on('SIGUSR2', () => (globalThis as { gc?: () => void }).gc?.());
 const dist = process.env.BENCH_JOBS_DIST;
