@@ -105,6 +105,25 @@ describe('tenancy: one API key cannot see, cancel or poison another key\'s work'
     expect((await getJob(api.url, id, as(ALICE))).body).toMatchObject({ status: 'completed', result: 267914296 });
   }, 90_000);
 
+  it('a submission that joins an identical job leaves no owner or watcher record under the id it planned', async () => {
+    const records = async () => [...(await redis.keys(`${env.REDIS_PREFIX}:owners:*`)), ...(await redis.keys(`${queuePrefix(env.REDIS_PREFIX!, 'default')}:watch:*`))];
+    const before = new Set(await records());
+    const input = { n: 43 }; // seconds, and not cached by the tests before
+    const first = await submit(api.url, 'fibonacci', input, { headers: as(ALICE) });
+    // Two joins while it runs: one caller waits on it (a watcher), one does not.
+    const joins = await Promise.all([submit(api.url, 'fibonacci', input, { headers: as(BOB), wait: 1 }), submit(api.url, 'fibonacci', input, { headers: as(CAROL) })]);
+    expect(joins.map((res) => [res.status, res.body.id])).toEqual([
+      [202, first.body.id],
+      [202, first.body.id],
+    ]);
+    // Before the fix every join left an owner set for 7 days (and a waiting one a watcher set for a day).
+    const added = (await records()).filter((key) => !before.has(key));
+    expect(added.map((key) => key.split(':').pop())).toEqual(added.map(() => first.body.id));
+    expect(added.length).toBeGreaterThan(0);
+    // The three owners withdraw; the last one's DELETE cancels the run.
+    for (const apiKey of [BOB, CAROL, ALICE]) expect((await request(`${api.url}/v1/jobs/${first.body.id}`, { method: 'DELETE', headers: as(apiKey) })).status).toBeLessThan(300);
+  }, 30_000);
+
   it('the last owner to cancel cancels the run', async () => {
     const { body } = await submit(api.url, 'fibonacci', { n: 44 }, { headers: as(ALICE) });
     await waitFor(async () => (await getJob(api.url, body.id, as(ALICE))).body.status === 'active', { what: 'the job running' });

@@ -93,6 +93,11 @@ export class JobNotices implements OnModuleInit {
     await Promise.all([connection.sadd(key, this.channel(queue)), connection.expire(key, WATCH_TTL_SECONDS)]);
   }
 
+  /** Deletes the watcher sets of `ids` of `queue`, registered for jobs that were never added (the submission joined another). */
+  async forget(queue: string, ids: readonly string[]): Promise<void> {
+    if (ids.length > 0) await this.redis.del(...ids.map((id) => watchersKey(this.config.redisPrefix, queue, id)));
+  }
+
   /**
    * Tells the watchers of job `id` of `queue` to read it again, and forgets them: it ended without a
    * worker (cancelled while queued, by this replica).

@@ -83,6 +83,13 @@ export class JobOwners {
     }
   }
 
+  /** Deletes the owner sets of `ids`, planned for jobs that were never added (the submission joined another). */
+  async forget(ids: readonly string[]): Promise<void> {
+    if (!this.enabled) return;
+    // why one DEL per set: on Redis Cluster they live on different slots.
+    await Promise.all(ids.map((id) => this.redis.del(this.keys.owners(id))));
+  }
+
   /** True when `scope` may see job `id` (always, without API keys). */
   async owns(id: string, scope: string): Promise<boolean> {
     if (!this.enabled || SCHEDULED_JOB_ID.test(id)) return true;

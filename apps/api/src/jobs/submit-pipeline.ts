@@ -119,6 +119,7 @@ export class SubmitPipeline {
     await this.replicas.confirm(queue, added.at(-1)!.id!, mark, options.timing).catch(closeAll);
 
     const joined: string[] = [];
+    const unused: string[] = [];
     added.forEach((job, n) => {
       const { i, id } = adding[n];
       if (job.id === id && !options.takeover) {
@@ -128,12 +129,21 @@ export class SubmitPipeline {
       }
       // An identical job queued or running (or just finished): the caller gets that one.
       watches[n]?.close();
-      if (job.id !== id) joined.push(job.id!);
+      if (job.id !== id) {
+        joined.push(job.id!);
+        unused.push(id);
+      }
       outcomes[i] = { kind: 'joined', id: job.id!, watch: options.wait ? this.notices.watch(job.id!) : undefined };
     });
     if (joined.length > 0) {
-      // The joined jobs were added by others: this replica becomes their watcher before anyone reads them.
-      await Promise.all([this.owners.add(joined, options.scope), ...(options.wait ? joined.map((id) => this.notices.register(def.queue, id)) : [])]);
+      // The joined jobs were added by others: this replica becomes their watcher before anyone reads
+      // them. The ids it planned instead never named a job: their owner and watcher records go, in
+      // the same write (else every join left a set for 7 days).
+      await Promise.all([
+        this.owners.add(joined, options.scope),
+        this.owners.forget(unused),
+        ...(options.wait ? [...joined.map((id) => this.notices.register(def.queue, id)), this.notices.forget(def.queue, unused)] : []),
+      ]);
     }
     return outcomes;
   }
