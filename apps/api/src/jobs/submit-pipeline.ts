@@ -131,14 +131,15 @@ export class SubmitPipeline {
       watches[n]?.close();
       if (job.id !== id) {
         joined.push(job.id!);
-        unused.push(id);
+        // why not an Idempotency-Key's planned id: a request taking over the key adds under that id too.
+        if (!options.idFor) unused.push(id);
       }
       outcomes[i] = { kind: 'joined', id: job.id!, watch: options.wait ? this.notices.watch(job.id!) : undefined };
     });
     if (joined.length > 0) {
       // The joined jobs were added by others: this replica becomes their watcher before anyone reads
-      // them. The ids it planned instead never named a job: their owner and watcher records go, in
-      // the same write (else every join left a set for 7 days).
+      // them. The fresh ids it planned instead never named a job: their owner and watcher records go,
+      // in the same write (else every join left a set for 7 days).
       await Promise.all([
         this.owners.add(joined, options.scope),
         this.owners.forget(unused),
