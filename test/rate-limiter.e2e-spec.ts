@@ -40,6 +40,17 @@ describe('rate limiter', () => {
     await expect(limiter.secondsUntilRoom('b')).resolves.toBe(0);
   });
 
+  it('gives a whole burst at a fractional interval, however fast its tries come', async () => {
+    // 7 a minute: a fractional TAT, which the script once rounded up and so refused the last try of
+    // a burst taken within the same millisecond, most of the time.
+    for (let i = 0; i < 20; i++) {
+      const limiter = new RateLimiter(redis, (client) => `rl-burst-${i}:${client}`, 7, 7);
+      expect((await limiter.takeUpTo('a', 6)).granted).toBe(6);
+      expect((await limiter.takeUpTo('a', 1)).granted).toBe(1);
+      expect((await limiter.takeUpTo('a', 1)).granted).toBe(0);
+    }
+  });
+
   it('has room again once the spent budget has refilled by one', async () => {
     const limiter = new RateLimiter(redis, (client) => `rl-fast:${client}`, 60, 2);
     expect((await limiter.takeUpTo('a', 2)).granted).toBe(2);
