@@ -8,7 +8,8 @@ const DIGEST_BYTES = { sha1: 20, sha256: 32, sha512: 64 } as const;
  * Most HMAC chains one job may ask for: iterations x output blocks (ceil(keylen / digest size)).
  * why: pbkdf2Sync runs in OpenSSL, where terminating the thread cannot reach it, so a timeout or a
  * cancel takes effect only when the call returns. This bound (10,000,000 iterations of one block,
- * about 5 s of sha512 here) keeps that wait short; without it one request could hold a core for minutes.
+ * 5 s of sha512 on an AMD EPYC core, 7 s on a 2.5 GHz Xeon one) keeps that wait short; without it
+ * one request could hold a core for minutes.
  */
 export const PBKDF2_MAX_WORK = 10_000_000;
 
