@@ -8,7 +8,8 @@ import type { RedisClient } from './redis.factory';
  * handled in that turn. why: on loopback a write costs more CPU than the command it carries (a third
  * of the worker's busy time in the job-path profile, most of a cache hit's extra time); the wait is
  * the rest of the turn. Redis still runs the commands one by one, in order. A Cluster client writes
- * as usual. createRedis applies it to every connection that sends commands (not the subscribers).
+ * as usual. createRedis applies it to the command connections ('request' and 'durable' roles), not
+ * to blocking or subscribed ones, which wait on Redis rather than send to it.
  */
 export function coalesceWrites(redis: RedisClient): void {
   if (redis instanceof Cluster) return;
