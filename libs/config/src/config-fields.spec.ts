@@ -6,7 +6,7 @@ const FIELDS = [
   'workerQueues', 'workerMaxMemoryMb', 'workerNice', 'workerSched', 'jobTimeoutMs', 'jobRetentionSeconds', 'jobLockMs', 'shutdownTimeoutMs',
   'maxBacklog', 'maxWaitSeconds', 'idempotencyTtlSeconds', 'batchMaxItems', 'requestTimeoutMs', 'bodyLimit', 'logLevel', 'logFormat',
   'chaosJobs', 'demo', 'apiKeys', 'adminApiKeys', 'rateLimitPerMinute', 'rateLimitBurst', 'trustedProxies', 'redisEvictionCheck', 'apiDocs',
-  'queueDashboard', 'queueDashboardReadOnly', 'webhooks', 'otel',
+  'queueDashboard', 'queueDashboardReadOnly', 'webhooks', 'otel', 'blobStore',
 ] as const satisfies readonly (keyof Config)[];
 
 // why a type as well: the field names at run time come from fieldOf, the types' from FieldOf; both must agree.

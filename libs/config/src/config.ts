@@ -4,6 +4,7 @@ import { cpuBudget } from './cpu-budget';
 import { weakKeys } from './key-strength';
 import { type RedisAuth, type RedisTarget, resolveTarget, standalone } from './redis-target';
 import { readCaFile } from './tls-ca';
+import { type BlobTarget, blobTargetOf, defaultBlobTarget } from './blob-target';
 
 /**
  * Every setting the two apps read, parsed once at start-up from the environment.
@@ -267,6 +268,10 @@ const schema = z.object({
     .regex(/^(0(\.\d+)?|1(\.0+)?)$/, 'must be a ratio from 0 to 1')
     .transform(Number)
     .optional(),
+  // Blob store (see blobStore).
+  BLOB_STORE_URL: z.string().trim().optional(),
+  /** Lets NODE_ENV=production use a file:// BLOB_STORE_URL (a directory every API and worker replica mounts). */
+  BLOB_STORE_ALLOW_FILE: bool.default(false),
 });
 
 type Variables = z.output<typeof schema>;
@@ -287,7 +292,8 @@ function fieldsOf<Vars extends object>(variables: Vars): Fields<Vars> {
 }
 
 /** Variables whose values may hold credentials: never echoed in error messages. */
-const SECRET = new Set(['REDIS_URL', 'CACHE_REDIS_URL', 'REDIS_PASSWORD', 'API_KEYS', 'ADMIN_API_KEYS', 'OTEL_EXPORTER_OTLP_HEADERS', 'WEBHOOK_SECRET']);
+// why BLOB_STORE_URL: it must not hold credentials (they are refused there), but one pasted in is not echoed.
+const SECRET = new Set(['REDIS_URL', 'CACHE_REDIS_URL', 'REDIS_PASSWORD', 'API_KEYS', 'ADMIN_API_KEYS', 'OTEL_EXPORTER_OTLP_HEADERS', 'WEBHOOK_SECRET', 'BLOB_STORE_URL']);
 
 const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
 
@@ -334,10 +340,13 @@ function assemble(
     OTEL_SERVICE_NAME,
     OTEL_TRACES_SAMPLER,
     OTEL_TRACES_SAMPLER_ARG,
+    BLOB_STORE_URL,
+    BLOB_STORE_ALLOW_FILE,
     ...own
   }: Variables,
   queueRedis: RedisTarget,
   cacheRedis: RedisTarget,
+  blobStore: BlobTarget | undefined,
 ) {
   return Object.freeze({
     ...fieldsOf(own),
@@ -380,6 +389,12 @@ function assemble(
       /** Share of requests (root spans) traced; a trace's other spans follow its root's decision. */
       sampleRatio: OTEL_TRACES_SAMPLER === 'parentbased_traceidratio' ? (OTEL_TRACES_SAMPLER_ARG ?? 1) : 1,
     }),
+    /**
+     * Where files (job inputs and results) are stored: BLOB_STORE_URL, or outside production a
+     * directory under the system's temp dir when unset (see blob-target.ts). Undefined in production
+     * when unset.
+     */
+    blobStore,
   });
 }
 
@@ -434,8 +449,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, app?: 'api' | '
       auth,
       redisProblems,
     ) ?? queueRedis;
+  const blob = e.BLOB_STORE_URL === undefined ? undefined : blobTargetOf(e.BLOB_STORE_URL);
+  const blobStore = blob === undefined ? (e.NODE_ENV === 'production' ? undefined : defaultBlobTarget(e.REDIS_PREFIX)) : 'problem' in blob ? undefined : blob;
   const refused = [
     ...redisProblems,
+    blob && 'problem' in blob && `BLOB_STORE_URL: ${blob.problem}`,
+    e.NODE_ENV === 'production' &&
+      blobStore?.kind === 'file' &&
+      !e.BLOB_STORE_ALLOW_FILE &&
+      'BLOB_STORE_URL: a file:// store when NODE_ENV=production needs BLOB_STORE_ALLOW_FILE=true (a directory every API and worker replica mounts, e.g. a ReadWriteMany volume); use an s3:// URL otherwise',
     ca && 'pem' in ca && !queueRedis.tls && !cacheRedis.tls && 'REDIS_TLS_CA_FILE: set, but no Redis is reached over TLS (set REDIS_TLS=true or use rediss:// URLs)',
     e.CHAOS_JOBS && e.NODE_ENV === 'production' && 'CHAOS_JOBS: must not be enabled when NODE_ENV=production',
     e.DEMO && e.NODE_ENV === 'production' && 'DEMO: must not be enabled when NODE_ENV=production',
@@ -474,5 +496,5 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, app?: 'api' | '
       'WEBHOOK_SECRET and WEBHOOK_ALLOWED_HOSTS: set both to turn webhooks on, or neither',
   ].filter((p): p is string => typeof p === 'string');
   if (refused.length > 0) throw new ConfigError(refused);
-  return assemble(e, queueRedis, cacheRedis);
+  return assemble(e, queueRedis, cacheRedis, blobStore);
 }

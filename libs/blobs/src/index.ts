@@ -1,0 +1,4 @@
+export { BlobStoreError, checkKey, isBlobStoreError } from './blob-store';
+export type { BlobInfo, BlobRead, BlobStore, PresignOptions, WriteOptions } from './blob-store';
+export { FileBlobStore } from './file-blob-store';
+export { checkBlobStore, openBlobStore, STORE_WAIT_MS } from './open-blob-store';

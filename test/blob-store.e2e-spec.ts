@@ -1,0 +1,153 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import { buffer } from 'node:stream/consumers';
+import { type BlobStore, checkBlobStore, isBlobStoreError, openBlobStore } from '@app/blobs';
+import { blobTargetOf, ConfigError } from '@app/config';
+import { S3_CREDENTIALS, S3Server } from './support/s3-server';
+
+const keysOf = async (store: BlobStore, prefix?: string) => {
+  const keys: string[] = [];
+  for await (const key of store.list(prefix)) keys.push(key);
+  return keys.sort();
+};
+
+/** A stream of `chunks` that fails after them, as a client that drops mid-upload does. */
+const failingAfter = (...chunks: Buffer[]) =>
+  new Readable({
+    read() {
+      const next = chunks.shift();
+      if (next) this.push(next);
+      else this.destroy(new Error('client went away'));
+    },
+  });
+
+/**
+ * The blob store's contract, run against both stores: a directory, and a bucket of a real
+ * S3-compatible server (s3rver, started here) through the AWS SDK. Nothing is mocked.
+ */
+describe('blob stores', () => {
+  let s3: S3Server;
+  let dir: string;
+  const saved = { ...process.env };
+  const stores: Record<'file' | 's3', BlobStore> = {} as Record<'file' | 's3', BlobStore>;
+
+  beforeAll(async () => {
+    Object.assign(process.env, S3_CREDENTIALS);
+    s3 = await S3Server.start();
+    dir = mkdtempSync(join(tmpdir(), 'blobs-'));
+    stores.file = openBlobStore(blobTargetOf(`file://${dir}`) as never);
+    stores.s3 = openBlobStore(blobTargetOf(s3.url('contract/')) as never);
+  });
+  afterAll(async () => {
+    stores.file?.close();
+    stores.s3?.close();
+    await s3?.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+    process.env = saved;
+  });
+
+  describe.each(['file', 's3'] as const)('%s', (kind) => {
+    const store = () => stores[kind];
+    afterEach(async () => {
+      await store().delete(await keysOf(store()));
+      expect(await keysOf(store())).toEqual([]);
+    });
+
+    it('streams an object in and reads it back whole or by range; a write replaces it', async () => {
+      const bytes = randomBytes(300_000);
+      const written = await store().write('sha256/ab/abcdef', Readable.from([bytes.subarray(0, 100_000), bytes.subarray(100_000)]), { contentType: 'image/png' });
+      expect(written.bytes).toBe(bytes.length);
+      expect(await store().stat('sha256/ab/abcdef')).toEqual(written);
+      const whole = (await store().read('sha256/ab/abcdef'))!;
+      expect(whole.bytes).toBe(bytes.length);
+      expect((await buffer(whole.body)).equals(bytes)).toBe(true);
+      const part = (await store().read('sha256/ab/abcdef', { start: 10, end: 19 }))!;
+      expect([part.bytes, part.range]).toEqual([bytes.length, { start: 10, end: 19 }]);
+      expect((await buffer(part.body)).equals(bytes.subarray(10, 20))).toBe(true);
+      const tail = (await store().read('sha256/ab/abcdef', { start: bytes.length - 5 }))!;
+      expect((await buffer(tail.body)).equals(bytes.subarray(-5))).toBe(true);
+      await store().write('sha256/ab/abcdef', Buffer.from('new'));
+      expect((await buffer((await store().read('sha256/ab/abcdef'))!.body)).toString()).toBe('new');
+    });
+
+    it('knows no missing object, and deleting one is no error', async () => {
+      expect(await store().stat('uploads/nothing')).toBeUndefined();
+      expect(await store().read('uploads/nothing')).toBeUndefined();
+      await store().delete(['uploads/nothing']);
+    });
+
+    it('moves, lists by prefix and deletes', async () => {
+      await store().write('uploads/u1', Buffer.from('one'));
+      await store().write('uploads/u2', Buffer.from('two'));
+      await store().move('uploads/u1', 'sha256/x1');
+      expect(await keysOf(store())).toEqual(['sha256/x1', 'uploads/u2']);
+      expect(await keysOf(store(), 'uploads/')).toEqual(['uploads/u2']);
+      expect((await buffer((await store().read('sha256/x1'))!.body)).toString()).toBe('one');
+      await store().delete(['sha256/x1', 'uploads/u2']);
+      expect(await keysOf(store())).toEqual([]);
+    });
+
+    it('leaves nothing of a write whose source fails or that is aborted', async () => {
+      await expect(store().write('uploads/broken', failingAfter(randomBytes(64 * 1024)))).rejects.toThrow();
+      const abort = new AbortController();
+      const slow = new Readable({ read() {} });
+      slow.push(randomBytes(6 * 1024 * 1024)); // more than one S3 part: a multipart upload is under way
+      const writing = store().write('uploads/aborted', slow, { signal: abort.signal });
+      setTimeout(() => abort.abort(new Error('stalled')), 300);
+      await expect(writing).rejects.toThrow('stalled');
+      expect(await keysOf(store())).toEqual([]);
+      if (kind === 'file') expect(readdirSync(join(dir, '.partial'))).toEqual([]);
+    });
+
+    it('writes a stream larger than one S3 part (a multipart upload)', async () => {
+      const bytes = randomBytes(11 * 1024 * 1024);
+      const chunks = Array.from({ length: 11 }, (_, i) => bytes.subarray(i * 1024 * 1024, (i + 1) * 1024 * 1024));
+      expect((await store().write('sha256/big', Readable.from(chunks))).bytes).toBe(bytes.length);
+      expect((await buffer((await store().read('sha256/big'))!.body)).equals(bytes)).toBe(true);
+    });
+
+    it(kind === 'file' ? 'gives a path to open and no URL' : 'presigns a GET and a PUT that a plain HTTP client can use', async () => {
+      if (kind === 'file') {
+        expect(store().localPath('sha256/x')).toBe(join(dir, 'sha256/x'));
+        expect(await store().presign('GET', 'sha256/x', { expiresSeconds: 60 })).toBeUndefined();
+        return;
+      }
+      expect(store().localPath('sha256/x')).toBeUndefined();
+      const put = (await store().presign('PUT', 'uploads/p', { expiresSeconds: 60, contentType: 'image/png' }))!;
+      expect((await fetch(put, { method: 'PUT', body: 'png bytes', headers: { 'content-type': 'image/png' } })).status).toBe(200);
+      const get = (await store().presign('GET', 'uploads/p', { expiresSeconds: 60, filename: 'thumb ü.png', contentType: 'image/png' }))!;
+      const res = await fetch(get);
+      expect(await res.text()).toBe('png bytes');
+      expect(res.headers.get('content-disposition')).toContain("filename*=UTF-8''thumb%20%C3%BC.png");
+    });
+
+    it('passes the start-up check', async () => {
+      await checkBlobStore(store(), 0);
+      expect(await keysOf(store())).toEqual([]);
+    });
+
+    it('refuses a key the service would never make', async () => {
+      for (const key of ['../etc/passwd', '/abs', 'a/../b', '', 'a//b']) await expect(store().write(key, Buffer.from('x'))).rejects.toThrow('not a blob key');
+    });
+  });
+
+  it('names BLOB_STORE_URL when the bucket is missing or the store does not answer, and calls a failure a store error', async () => {
+    const missing = openBlobStore(blobTargetOf(s3.url().replace(s3.bucket, 'no-such-bucket')) as never);
+    const problem = await checkBlobStore(missing, 0).catch((e: unknown) => e);
+    expect(problem).toBeInstanceOf(ConfigError);
+    expect((problem as ConfigError).problems[0]).toMatch(/^BLOB_STORE_URL: the store \(s3:\/\/no-such-bucket\/ at http:\/\/127\.0\.0\.1:\d+\) is not reachable and writable/);
+    missing.close();
+
+    await s3.stopServer();
+    try {
+      const failure = await stores.s3.write('uploads/x', Buffer.from('x')).catch((e: unknown) => e);
+      expect(isBlobStoreError(failure)).toBe(true);
+      await expect(checkBlobStore(stores.s3, 0)).rejects.toThrow('BLOB_STORE_URL: the store');
+    } finally {
+      await s3.startServer();
+    }
+  });
+});
