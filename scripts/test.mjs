@@ -24,6 +24,8 @@ const jest = join(root, 'node_modules', 'jest', 'bin', 'jest.js');
 const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc');
 const eslint = join(root, 'node_modules', 'eslint', 'bin', 'eslint.js');
 const logs = mkdtempSync(join(tmpdir(), 'nest-offload-test-lanes-'));
+// why one for every step: the tools and the apps both lanes start load the same modules (see test/support/global-setup.ts).
+const compileCache = { NODE_COMPILE_CACHE: join(logs, 'node-compile-cache') };
 const extra = process.argv.slice(2);
 const started = Date.now();
 const elapsed = () => `${Math.round((Date.now() - started) / 1000)} s`;
@@ -33,7 +35,7 @@ function step(name, args, env, show = () => false) {
   return new Promise((resolve) => {
     const log = join(logs, `${name}.log`);
     const chunks = [];
-    const child = spawn(process.execPath, args, { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, args, { cwd: root, env: { ...process.env, ...compileCache, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let pending = '';
     const take = (chunk) => {
       chunks.push(chunk);

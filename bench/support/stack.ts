@@ -22,7 +22,8 @@ export async function startNode(
   const port = options.port ?? (await freePort());
   const proc = spawn(process.execPath, [...(options.nodeArgs ?? []), script], {
     cwd: options.cwd,
-    env: { PATH: process.env.PATH, HOST: '127.0.0.1', ...env, [options.portVar ?? 'PORT']: String(port) },
+    // why NODE_COMPILE_CACHE when it is set (the bench smoke of `npm test`): start-up CPU, both sides alike.
+    env: { PATH: process.env.PATH, NODE_COMPILE_CACHE: process.env.NODE_COMPILE_CACHE, HOST: '127.0.0.1', ...env, [options.portVar ?? 'PORT']: String(port) },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const app = new AppProcess(options.kind ?? 'api', port, proc);

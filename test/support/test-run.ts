@@ -16,11 +16,15 @@ export function runId(): string {
   return process.env[RUN_VAR] ?? 'local';
 }
 
-/** The variables a child process needs to be found by the teardown check and to keep its temp files in the run's dir. */
+/**
+ * The variables a child process needs to be found by the teardown check, to keep its temp files in
+ * the run's dir and to share the run's compile cache (see global-setup.ts).
+ */
 export function runEnv(): Record<string, string> {
   const env: Record<string, string> = {};
   if (process.env[RUN_VAR]) env[RUN_VAR] = process.env[RUN_VAR];
   if (process.env.TMPDIR) env.TMPDIR = process.env.TMPDIR;
+  if (process.env.NODE_COMPILE_CACHE) env.NODE_COMPILE_CACHE = process.env.NODE_COMPILE_CACHE;
   return env;
 }
 
