@@ -175,7 +175,8 @@ export function stackEnv(name: string, extra: AppEnv = {}): AppEnv {
 
 /** An API and a worker sharing one env. */
 export async function startStack(env: AppEnv): Promise<{ api: AppProcess; worker: AppProcess; stop(): Promise<void> }> {
-  const [api, worker] = await Promise.all([startApp('api', env), startApp('worker', env)]);
+  // why startAll: an API that fails to start must not leave the worker running (and the other way round).
+  const [api, worker] = await startAll<[AppProcess, AppProcess]>([startApp('api', env), startApp('worker', env)]);
   return {
     api,
     worker,
