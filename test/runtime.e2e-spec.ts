@@ -1,5 +1,7 @@
-import { readFileSync, realpathSync } from 'node:fs';
-import { join, relative, sep } from 'node:path';
+import { spawn } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { delimiter, join, relative, sep } from 'node:path';
 import { AppProcess, stackEnv, startStack } from './support/apps';
 
 /**
@@ -10,14 +12,17 @@ import { AppProcess, stackEnv, startStack } from './support/apps';
  * one matching the machine and package-lock.json pins it by integrity like any other package. This
  * fails when that chain breaks (e.g. Jest started with another `node`), when the platforms' versions
  * drift apart or lose their integrity, or when package.json and the image disagree on the major.
+ * And on a clean copy of what installs it, with npm 10 and with npm 11 run by the machine's own
+ * Node as a newcomer's would be: the scripts run on it, and refuse another Node, naming the fix.
  */
 
 const ROOT = join(__dirname, '..');
 const readJson = <T>(file: string) => JSON.parse(readFileSync(join(ROOT, file), 'utf8')) as T;
-const pkg = readJson<{ engines: { node: string }; devDependencies: Record<string, string> }>('package.json');
+type Manifest = { engines: { node: string }; scripts: Record<string, string>; dependencies: Record<string, string>; devDependencies: Record<string, string> };
+const pkg = readJson<Manifest>('package.json');
 const runtime = readJson<{ optionalDependencies: Record<string, string> }>('scripts/node-runtime/package.json');
-type Locked = { version?: string; integrity?: string; dev?: boolean; optional?: boolean; hasInstallScript?: boolean; bin?: Record<string, string> };
-const lock = readJson<{ packages: Record<string, Locked> }>('package-lock.json');
+type Locked = { link?: boolean; version?: string; integrity?: string; dev?: boolean; optional?: boolean; hasInstallScript?: boolean; bin?: Record<string, string> };
+const lock = readJson<{ packages: Record<string, Locked & Record<string, unknown>> }>('package-lock.json');
 
 /** The one major package.json supports: `engines.node` is `^N`. */
 function supportedMajor(): number {
@@ -83,6 +88,93 @@ describe('one Node runtime', () => {
       const version = /nodejs_version_info\{version="(v[^"]+)"/.exec(text)?.[1];
       expect(version).toBeDefined();
       expect(major(version!)).toBe(supported);
+    });
+  });
+
+  describe('installed by npm 10 and npm 11 on a clean copy', () => {
+    // why only the runtime's part of package.json and its lock entries: installing every dependency
+    // twice would cost minutes of npm test; what links node_modules/.bin/node is this part alone.
+    const NPMS = { 'npm 10': 'npm@10', 'npm 11': 'npm@11' } as const;
+    type Npm = keyof typeof NPMS;
+    const pinned = Object.values(runtime.optionalDependencies)[0];
+    // why without node_modules/.bin on PATH: npm and the copy's scripts then run on the machine's own
+    // Node, as a newcomer's do, not on the one this suite runs on.
+    const PATH = (process.env.PATH ?? '').split(delimiter).filter((dir) => !dir.includes(`${sep}node_modules${sep}`)).join(delimiter);
+    const env = { ...process.env, PATH, npm_config_loglevel: 'error', npm_config_update_notifier: 'false' };
+    const PROBE = 'probe:runtime';
+    type Ran = { code: number | null; out: string };
+    const copies: string[] = [];
+    const seen = {} as Record<Npm, { linked: string; probe: Ran; own: string; start: Ran; relink: Ran; probeAfter: Ran }>;
+
+    function run(command: string, args: string[], cwd: string): Promise<Ran> {
+      return new Promise((resolve, reject) => {
+        const child = spawn(command, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
+        let out = '';
+        child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+        child.stderr.on('data', (chunk: Buffer) => (out += chunk.toString()));
+        child.on('error', reject);
+        child.on('close', (code) => resolve({ code, out }));
+      });
+    }
+
+    /** package.json and package-lock.json of the runtime alone, with the real scripts, as npm ci wants them. */
+    function cleanCopy(name: Npm): string {
+      const dir = mkdtempSync(join(tmpdir(), `nest-offload-runtime-${name.replace(' ', '')}-`));
+      copies.push(dir);
+      mkdirSync(join(dir, 'scripts'));
+      cpSync(join(ROOT, 'scripts/node-runtime'), join(dir, 'scripts/node-runtime'), { recursive: true });
+      cpSync(join(ROOT, '.npmrc'), join(dir, '.npmrc'));
+      const devDependencies = { 'node-runtime': pkg.devDependencies['node-runtime'] };
+      // the probe: the `node` an npm script of the copy runs, after the check that every such script starts with
+      const check = pkg.scripts.start.split(' && ')[0];
+      const scripts = { ...pkg.scripts, [PROBE]: `${check} && node -e "console.log(process.versions.node)"` };
+      writeFileSync(join(dir, 'package.json'), JSON.stringify({ ...pkg, dependencies: {}, devDependencies, scripts }, null, 2));
+      const paths = ['node_modules/node-runtime', 'scripts/node-runtime', ...Object.keys(runtime.optionalDependencies).map((n) => `node_modules/${n}`)];
+      const { dependencies: _prod, ...top } = lock.packages[''] as Record<string, unknown>;
+      const packages = { '': { ...top, devDependencies }, ...Object.fromEntries(paths.map((path) => [path, lock.packages[path]])) };
+      writeFileSync(join(dir, 'package-lock.json'), JSON.stringify({ ...lock, packages }, null, 2));
+      return dir;
+    }
+
+    /** Installs a clean copy with that npm, runs a script, then again without node_modules/.bin/node. */
+    async function tryOut(name: Npm) {
+      const dir = cleanCopy(name);
+      // why npx once: each npx call resolves the version anew, seconds on a busy host; npm's own CLI file runs at once.
+      const located = await run('npx', ['--prefer-offline', '-y', NPMS[name], 'exec', '-c', 'echo $npm_execpath'], dir);
+      if (located.code !== 0) throw new Error(`npx ${NPMS[name]} exited ${located.code}:\n${located.out}`);
+      const npm = (...args: string[]) => run('node', [located.out.trim(), ...args], dir);
+      const install = await npm('ci', '--prefer-offline', '--no-audit', '--no-fund');
+      if (install.code !== 0) throw new Error(`${name} ci in ${dir} exited ${install.code}:\n${install.out}`);
+      const bin = join(dir, 'node_modules/.bin/node');
+      const linked = existsSync(bin) ? relative(join(dir, 'node_modules'), realpathSync(bin)) : 'nothing: node_modules/.bin/node is missing';
+      const probe = await npm('run', '-s', PROBE);
+      const own = (await run('node', ['-p', 'process.versions.node'], dir)).out.trim();
+      rmSync(bin, { force: true });
+      const start = await npm('start');
+      const relink = await npm('run', '-s', 'postinstall');
+      seen[name] = { linked, probe, own, start, relink, probeAfter: await npm('run', '-s', PROBE) };
+    }
+
+    beforeAll(async () => {
+      await Promise.all((Object.keys(NPMS) as Npm[]).map(tryOut));
+    }, 240_000);
+    afterAll(() => {
+      for (const dir of copies) rmSync(dir, { recursive: true, force: true });
+    });
+
+    it.each(Object.keys(NPMS) as Npm[])('%s links node_modules/.bin/node, and the scripts run on it', (name) => {
+      expect(Object.keys(runtime.optionalDependencies)).toContain(seen[name].linked.split(sep)[0]);
+      expect(seen[name].probe).toEqual({ code: 0, out: `${pinned}\n` });
+    });
+
+    it.each(Object.keys(NPMS) as Npm[])('with %s, a script refuses another Node and names the fix', (name) => {
+      const { own, start, relink, probeAfter } = seen[name];
+      if (own === pinned) return expect(start.code).not.toBe(0); // this machine's own Node is the pinned one: nothing to refuse
+      expect(start.code).toBe(1);
+      expect(start.out).toContain(`npm run start runs on Node ${pinned}, the one \`npm ci\` installs into node_modules/.bin, not on Node ${own}`);
+      expect(start.out).toContain('run `npm run postinstall` to link it');
+      expect(relink).toEqual({ code: 0, out: '' });
+      expect(probeAfter).toEqual({ code: 0, out: `${pinned}\n` });
     });
   });
 });
