@@ -1,7 +1,9 @@
 #!/usr/bin/env node
-// `npm start`: runs the built API and worker against a Redis, for trying the template locally.
-// Uses REDIS_URL (default redis://127.0.0.1:6379) when it answers; otherwise starts `redis-server`
-// from PATH on a free port for this session. Ctrl-C stops everything it started.
+// `npm start`: builds, then runs the API and worker against a Redis, for trying the template locally
+// (`npm start -- --no-build` runs what dist/ holds). Uses REDIS_URL (default redis://127.0.0.1:6379)
+// when it answers; otherwise starts `redis-server` from PATH on a free port for this session.
+// Ctrl-C stops everything it started, and so do SIGTERM, SIGINT or SIGHUP to npm's pid or its own.
+import './node-runtime/check.mjs';
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -11,6 +13,8 @@ import IORedis from 'ioredis';
 
 const root = join(import.meta.dirname ?? new URL('.', import.meta.url).pathname, '..');
 const children = new Set();
+/** How each child ended, for the line printed when everything has stopped. */
+const ended = new Map();
 
 async function reachable(url) {
   const client = new IORedis(url, { lazyConnect: true, connectTimeout: 1000, maxRetriesPerRequest: 0, retryStrategy: () => null });
@@ -55,7 +59,7 @@ async function localRedis() {
   const redis = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], {
     stdio: 'ignore',
   });
-  children.add(redis);
+  track('redis-server', redis);
   redis.on('exit', () => rmSync(dir, { recursive: true, force: true }));
   const started = `redis://127.0.0.1:${port}`;
   for (let i = 0; i < 100 && !(await reachable(started)); i++) await new Promise((r) => setTimeout(r, 100));
@@ -63,11 +67,22 @@ async function localRedis() {
   return started;
 }
 
-function run(name, entry, env) {
-  const child = spawn(process.execPath, [join(root, entry)], { cwd: root, env, stdio: 'inherit' });
+function track(name, child) {
   children.add(child);
   child.on('exit', (code, signal) => {
     children.delete(child);
+    ended.set(name, signal ?? `exit ${code}`);
+    if (stopping && children.size === 0) {
+      console.log(`[start] stopped: ${[...ended].map(([n, how]) => `${n} (${how})`).join(', ')}`);
+      process.exit(stopping.code);
+    }
+  });
+  return child;
+}
+
+function run(name, entry, env) {
+  const child = track(name, spawn(process.execPath, [join(root, entry)], { cwd: root, env, stdio: 'inherit' }));
+  child.on('exit', (code, signal) => {
     if (!stopping) {
       console.error(`[start] ${name} exited (${signal ?? code}); stopping the rest`);
       stop(code || 1);
@@ -75,20 +90,39 @@ function run(name, entry, env) {
   });
 }
 
-let stopping = false;
+/** @type {{ code: number } | undefined} */
+let stopping;
+/** @type {import('node:child_process').ChildProcess | undefined} */
+let building;
 function stop(code = 0) {
   if (stopping) return;
-  stopping = true;
+  stopping = { code };
+  if (building) {
+    if (process.platform === 'win32') building.kill('SIGTERM');
+    else process.kill(-building.pid, 'SIGTERM');
+    return;
+  }
+  if (children.size === 0) process.exit(code);
   for (const child of children) child.kill('SIGTERM');
-  const wait = setInterval(() => {
-    if ([...children].every((c) => c.exitCode !== null || c.signalCode !== null)) {
-      clearInterval(wait);
-      process.exit(code);
-    }
-  }, 100);
 }
-process.on('SIGINT', () => stop(0));
-process.on('SIGTERM', () => stop(0));
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(signal, () => stop(0));
+
+// why watch the parent: `kill <npm's pid>` (a process manager, an IDE's stop button, `timeout`)
+// reaches npm alone, which passes SIGTERM and SIGINT on to this script (package.json `exec`s it, so no
+// shell stands between to swallow them) but dies of SIGHUP without a word: then the parent changes.
+const parent = process.ppid;
+setInterval(() => process.ppid !== parent && stop(0), 250).unref();
+
+if (!process.argv.includes('--no-build')) {
+  // why through npm when there is one: `npm run build` stays the one definition of the build.
+  const npm = process.env.npm_execpath;
+  const args = npm?.endsWith('.js') ? [npm, 'run', 'build'] : [join(root, 'node_modules/@nestjs/cli/bin/nest.js'), 'build'];
+  // why a process group of its own: a stop passed to npm would reach its shell only, and the compiler would run on.
+  building = spawn(process.execPath, args, { cwd: root, stdio: 'inherit', detached: process.platform !== 'win32' });
+  const code = await new Promise((resolve) => building.on('exit', (c, signal) => resolve(signal ? 1 : c)));
+  building = undefined;
+  if (stopping || code !== 0) process.exit(stopping ? stopping.code : code);
+}
 
 // A Sentinel set or Cluster named in the environment is used as it is (the apps check it at start-up).
 const env = process.env.REDIS_SENTINELS || process.env.REDIS_CLUSTER_NODES ? { ...process.env } : { ...process.env, REDIS_URL: await localRedis() };

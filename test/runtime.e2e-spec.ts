@@ -126,7 +126,7 @@ describe('one Node runtime', () => {
       cpSync(join(ROOT, '.npmrc'), join(dir, '.npmrc'));
       const devDependencies = { 'node-runtime': pkg.devDependencies['node-runtime'] };
       // the probe: the `node` an npm script of the copy runs, after the check that every such script starts with
-      const check = pkg.scripts.start.split(' && ')[0];
+      const check = pkg.scripts['start:api'].split(' && ')[0];
       const scripts = { ...pkg.scripts, [PROBE]: `${check} && node -e "console.log(process.versions.node)"` };
       writeFileSync(join(dir, 'package.json'), JSON.stringify({ ...pkg, dependencies: {}, devDependencies, scripts }, null, 2));
       const paths = ['node_modules/node-runtime', 'scripts/node-runtime', ...Object.keys(runtime.optionalDependencies).map((n) => `node_modules/${n}`)];
@@ -136,7 +136,7 @@ describe('one Node runtime', () => {
       return dir;
     }
 
-    /** Installs a clean copy with that npm, runs a script, then again without node_modules/.bin/node. */
+    /** Installs a clean copy with that npm, runs a script, then `npm run start:api` without node_modules/.bin/node. */
     async function tryOut(name: Npm) {
       const dir = cleanCopy(name);
       // why npx once: each npx call resolves the version anew, seconds on a busy host; npm's own CLI file runs at once.
@@ -150,7 +150,7 @@ describe('one Node runtime', () => {
       const probe = await npm('run', '-s', PROBE);
       const own = (await run('node', ['-p', 'process.versions.node'], dir)).out.trim();
       rmSync(bin, { force: true });
-      const start = await npm('start');
+      const start = await npm('run', 'start:api');
       const relink = await npm('run', '-s', 'postinstall');
       seen[name] = { linked, probe, own, start, relink, probeAfter: await npm('run', '-s', PROBE) };
     }
@@ -171,7 +171,7 @@ describe('one Node runtime', () => {
       const { own, start, relink, probeAfter } = seen[name];
       if (own === pinned) return expect(start.code).not.toBe(0); // this machine's own Node is the pinned one: nothing to refuse
       expect(start.code).toBe(1);
-      expect(start.out).toContain(`npm run start runs on Node ${pinned}, the one \`npm ci\` installs into node_modules/.bin, not on Node ${own}`);
+      expect(start.out).toContain(`npm run start:api runs on Node ${pinned}, the one \`npm ci\` installs into node_modules/.bin, not on Node ${own}`);
       expect(start.out).toContain('run `npm run postinstall` to link it');
       expect(relink).toEqual({ code: 0, out: '' });
       expect(probeAfter).toEqual({ code: 0, out: `${pinned}\n` });
