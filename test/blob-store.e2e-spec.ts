@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { buffer } from 'node:stream/consumers';
-import { type BlobStore, checkBlobStore, isBlobStoreError, openBlobStore } from '@app/blobs';
+import { type BlobStore, checkBlobStore, checkConfiguredBlobStore, isBlobStoreError, openBlobStore } from '@app/blobs';
 import { blobTargetOf, ConfigError } from '@app/config';
 import { S3_CREDENTIALS, S3Server } from './support/s3-server';
 
@@ -132,6 +132,23 @@ describe('blob stores', () => {
     it('refuses a key the service would never make', async () => {
       for (const key of ['../etc/passwd', '/abs', 'a/../b', '', 'a//b']) await expect(store().write(key, Buffer.from('x'))).rejects.toThrow('not a blob key');
     });
+  });
+
+  it('checks a file store whose directory does not exist yet without making it, and refuses one it could not make', async () => {
+    const later = join(dir, 'not', 'yet');
+    await checkConfiguredBlobStore({ blobStore: { kind: 'file', dir: later } }, []);
+    expect(existsSync(join(dir, 'not'))).toBe(false);
+    writeFileSync(join(dir, 'a-file'), '');
+    const problem = await checkConfiguredBlobStore({ blobStore: { kind: 'file', dir: join(dir, 'a-file', 'blobs') } }, [], 0).catch((e: unknown) => e);
+    expect((problem as ConfigError).problems).toEqual([`BLOB_STORE_URL: the store (file://${dir}/a-file/blobs) is not reachable and writable: ${dir}/a-file is not a directory`]);
+    rmSync(join(dir, 'a-file'));
+  });
+
+  it('requires a store when a registered type takes or returns files, and only then', async () => {
+    await checkConfiguredBlobStore({ blobStore: undefined }, []);
+    await expect(checkConfiguredBlobStore({ blobStore: undefined }, ['thumbnail'])).rejects.toThrow(
+      'BLOB_STORE_URL: required when NODE_ENV=production, for the job types that take or return files (thumbnail)',
+    );
   });
 
   it('names BLOB_STORE_URL when the bucket is missing or the store does not answer, and calls a failure a store error', async () => {

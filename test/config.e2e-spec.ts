@@ -22,6 +22,9 @@ describe('start-up configuration', () => {
     ['api', { TRUSTED_PROXIES: '10.0.0.0/8,ingress.internal' }, 'TRUSTED_PROXIES'],
     ['api', { TRUST_PROXY_HOPS: '1' }, 'TRUST_PROXY_HOPS'],
     ['api', { NODE_ENV: 'production', API_KEYS: 'web=9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08', QUEUE_DASHBOARD: 'true' }, 'QUEUE_DASHBOARD'],
+    ['api', { BLOB_STORE_URL: 's3://AKIA:secret@bucket' }, 'BLOB_STORE_URL'],
+    // The start-up check: a store that cannot be written.
+    ['worker', { BLOB_STORE_URL: `file://${ROOT}/package.json/blobs` }, 'BLOB_STORE_URL'],
   ])('%s refuses %j', (app, env, name) => {
     const result = spawnSync(process.execPath, [`dist/apps/${app}/src/main.js`], {
       cwd: ROOT,

@@ -2,9 +2,11 @@ import { DynamicModule } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { Registry } from 'prom-client';
+import { checkConfiguredBlobStore } from '@app/blobs';
 import { CACHE_REDIS } from '@app/cache';
 import type { Config } from '@app/config';
 import { Lifecycle } from '@app/health';
+import { JobRegistry } from '@app/jobs';
 import { createLogger, NestPinoLogger, QUIET_PATHS, registerRequestLog } from '@app/logging';
 import { registerHttpMetrics } from '@app/metrics';
 import { checkRedisTargets, logRedisRefusals, watchEvictionPolicy } from '@app/redis';
@@ -30,6 +32,7 @@ export async function createApi(config: Config, root: (api: DynamicModule) => Dy
   // why before anything connects: refused credentials, an untrusted certificate or a wrong Sentinel
   // set or seed list stop start-up here, naming the variable; a Redis that is merely down does not.
   await checkRedisTargets(config.queueRedis, config.cacheRedis);
+  await checkConfiguredBlobStore(config, JobRegistry.forConfig(config).fileTypes());
   const pino = createLogger(config, 'api');
   const logger = new NestPinoLogger(pino);
   const app = await NestFactory.create<NestFastifyApplication>(root(ApiModule.forRoot(config, pino)), createAdapter(config), {

@@ -1,5 +1,6 @@
 import { DynamicModule, Inject, MiddlewareConsumer, Module, NestModule, RequestMethod } from '@nestjs/common';
 import { APP_FILTER, DiscoveryModule } from '@nestjs/core';
+import { BlobsModule } from '@app/blobs';
 import { CACHE_REDIS, CacheModule } from '@app/cache';
 import { CONFIG, Config, ConfigModule } from '@app/config';
 import { HEALTH_INDICATORS, HealthController, HealthIndicator } from '@app/health';
@@ -47,6 +48,7 @@ export class ApiModule implements NestModule {
         OtelTracingModule.forRoot('api'),
         QueuesModule.forRoot(registry),
         CacheModule,
+        BlobsModule,
         MetricsModule,
         DiscoveryModule,
         JobsModule,

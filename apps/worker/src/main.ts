@@ -1,6 +1,7 @@
 import 'reflect-metadata';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
+import { checkConfiguredBlobStore } from '@app/blobs';
 import { CACHE_REDIS } from '@app/cache';
 import { loadConfig } from '@app/config';
 import { Lifecycle } from '@app/health';
@@ -30,6 +31,7 @@ async function bootstrap(): Promise<void> {
   // why before anything connects: refused credentials, an untrusted certificate or a wrong Sentinel
   // set or seed list stop start-up here, naming the variable; a Redis that is merely down does not.
   await checkRedisTargets(config.queueRedis, config.cacheRedis);
+  await checkConfiguredBlobStore(config, JobRegistry.forConfig(config).fileTypes());
   const pino = createLogger(config, 'worker');
   const logger = new NestPinoLogger(pino);
   const app = await NestFactory.create<NestFastifyApplication>(WorkerModule.forRoot(config, pino), new FastifyAdapter(), {

@@ -1,4 +1,5 @@
 import { DynamicModule, Module } from '@nestjs/common';
+import { BlobsModule } from '@app/blobs';
 import { CacheModule } from '@app/cache';
 import { Config, ConfigModule } from '@app/config';
 import { HEALTH_INDICATORS, HealthController, HealthIndicator, Lifecycle } from '@app/health';
@@ -42,6 +43,7 @@ export class WorkerModule {
         TracingModule,
         OtelTracingModule.forRoot('worker'),
         CacheModule,
+        BlobsModule,
         MetricsModule,
       ],
       controllers: [HealthController],

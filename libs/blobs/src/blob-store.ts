@@ -55,6 +55,12 @@ export interface BlobStore {
   localPath(key: string): string | undefined;
   /** A short-lived URL a client can GET (or PUT) directly; undefined when the store has none (the file store). */
   presign(method: 'GET' | 'PUT', key: string, options: PresignOptions): Promise<string | undefined>;
+  /**
+   * Throws unless the store is there and writable: S3 writes, reads back and deletes a small object;
+   * the file store does so in its directory, or, before its first write has made the directory,
+   * checks that it may make it (so an app that never writes a file leaves no directory behind).
+   */
+  check(): Promise<void>;
   close(): void;
 }
 

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { createReadStream, createWriteStream, type Stats } from 'node:fs';
-import { mkdir, opendir, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { access, constants, mkdir, opendir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { dirname, join, relative, sep } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Readable } from 'node:stream';
@@ -124,6 +124,21 @@ export class FileBlobStore implements BlobStore {
 
   presign(): Promise<undefined> {
     return Promise.resolve(undefined);
+  }
+
+  async check(): Promise<void> {
+    // The nearest part of the path that exists: a directory we may write in, or the store cannot be made.
+    let dir = this.dir;
+    for (let found = await stat(dir).catch(() => undefined); !found; found = await stat(dir).catch(() => undefined)) dir = dirname(dir);
+    if (!(await stat(dir)).isDirectory()) throw new Error(`${dir} is not a directory`);
+    if (dir !== this.dir) return access(dir, constants.W_OK);
+    const probe = join(this.dir, `.probe-${randomUUID()}`);
+    try {
+      await writeFile(probe, 'ok');
+      if ((await readFile(probe, 'utf8')) !== 'ok') throw new Error('a probe file read back wrong');
+    } finally {
+      await rm(probe, { force: true });
+    }
   }
 
   close(): void {}

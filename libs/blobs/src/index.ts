@@ -1,4 +1,5 @@
 export { BlobStoreError, checkKey, isBlobStoreError } from './blob-store';
 export type { BlobInfo, BlobRead, BlobStore, PresignOptions, WriteOptions } from './blob-store';
+export { BLOB_STORE, BlobsModule } from './blobs.module';
 export { FileBlobStore } from './file-blob-store';
-export { checkBlobStore, openBlobStore, STORE_WAIT_MS } from './open-blob-store';
+export { checkBlobStore, checkConfiguredBlobStore, openBlobStore, STORE_WAIT_MS } from './open-blob-store';

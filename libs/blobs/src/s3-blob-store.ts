@@ -1,4 +1,6 @@
+import { randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
+import { text } from 'node:stream/consumers';
 import {
   AbortMultipartUploadCommand,
   CopyObjectCommand,
@@ -188,6 +190,15 @@ export class S3BlobStore implements BlobStore {
     } catch (error) {
       throw this.failed('presign', error);
     }
+  }
+
+  async check(): Promise<void> {
+    const key = `health/${randomUUID()}`;
+    await this.write(key, Buffer.from('ok'), { contentType: 'text/plain' });
+    const read = await this.read(key);
+    const back = read && (await text(read.body));
+    await this.delete([key]);
+    if (back !== 'ok') throw new Error(`a probe object read back as ${JSON.stringify(back)}`);
   }
 
   close(): void {

@@ -24,9 +24,17 @@ export function canonicalJson(value: unknown): string {
  * deduplication, so equal work runs once, and only callers who may share it meet. why a string:
  * the same text is what the job carries, so a large input is serialized once.
  */
-export function contentKey(def: Pick<JobDefinition, 'name' | 'version'> & Partial<Pick<JobDefinition, 'share'>>, inputJson: string, scope?: string): string {
+export function contentKey(
+  def: Pick<JobDefinition, 'name' | 'version'> & Partial<Pick<JobDefinition, 'share'>>,
+  inputJson: string,
+  scope?: string,
+  /** The SHA-256 (hex) of each file the job takes, by name: the same input with other files is other work. */
+  files?: Readonly<Record<string, string>>,
+): string {
+  // why appended only when there are files: the keys of JSON-only jobs stay what they were.
+  const work = files && Object.keys(files).length > 0 ? `${inputJson}\n${canonicalJson(files)}` : inputJson;
   // why the one-shot hash: no Hash object per call (2.4 → 1.7 µs here for a small input), same digest.
-  if (def.share !== 'caller') return `${def.name}:v${def.version}:${hash('sha256', inputJson, 'base64url')}`;
+  if (def.share !== 'caller') return `${def.name}:v${def.version}:${hash('sha256', work, 'base64url')}`;
   // why the scope inside the digest, not beside it: the key names no caller, yet two callers never meet.
-  return `${def.name}:v${def.version}:c:${hash('sha256', `${scope ?? ''}\n${inputJson}`, 'base64url')}`;
+  return `${def.name}:v${def.version}:c:${hash('sha256', `${scope ?? ''}\n${work}`, 'base64url')}`;
 }

@@ -56,6 +56,29 @@ describe('defineJob: queues, priorities and versions', () => {
   });
 });
 
+describe('defineJob: files', () => {
+  it('keeps the declared files, frozen, and says which types need a blob store', () => {
+    const thumb = defineJob({ ...base, name: 'thumb', files: { image: { maxBytes: 1024, accept: ['image/png', 'image/avif'] } }, returnsFiles: true, run: () => 1 });
+    expect(thumb.files).toEqual({ image: { maxBytes: 1024, accept: ['image/png', 'image/avif'] } });
+    expect(Object.isFrozen(thumb.files.image.accept)).toBe(true);
+    const plain = defineJob({ ...base, name: 'plain', run: () => 1 });
+    expect([plain.files, plain.returnsFiles]).toEqual([{}, false]);
+    const writer = defineJob({ ...base, name: 'writer', returnsFiles: true, run: () => 1 });
+    expect(new JobRegistry([thumb, plain, writer]).fileTypes()).toEqual(['thumb', 'writer']);
+  });
+
+  it('refuses bad file names, sizes and types, and files on an inline type', () => {
+    const declare = (files: Record<string, { maxBytes: number; accept: never[] | string[] }>, inline = false) => () =>
+      defineJob({ ...base, name: 'f', files: files as never, inline, run: () => 1 });
+    expect(declare({ input: { maxBytes: 1, accept: ['image/png'] } })).toThrow('file "input": file names must match');
+    expect(declare({ 'Bad-Name': { maxBytes: 1, accept: ['image/png'] } })).toThrow('file names must match');
+    expect(declare({ image: { maxBytes: 0, accept: ['image/png'] } })).toThrow('maxBytes must be an integer from 1 to');
+    expect(declare({ image: { maxBytes: 1, accept: [] } })).toThrow('accept must list some of image/png');
+    expect(declare({ image: { maxBytes: 1, accept: ['text/html'] } })).toThrow('accept must list some of');
+    expect(declare({ image: { maxBytes: 1, accept: ['image/png'] } }, true)).toThrow('an inline type takes and returns no files');
+  });
+});
+
 describe('defineJob: schedules', () => {
   const run = () => 1;
   const input = z.strictObject({ n: z.int().min(1), label: z.string().default('tick') });

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { FILE_TYPES, type FileType } from './file-types';
 
 /** What a job's `run` gets besides its input. It runs inside a piscina thread: no Nest, no Redis. */
 export interface JobContext {
@@ -131,8 +132,24 @@ export interface JobDefinition<Name extends string = string, In = any, Out = any
    * crash or an out-of-memory takes the whole worker down with every job it holds.
    */
   readonly inline: boolean;
+  /**
+   * The files a job takes besides its JSON input, by name (a multipart/form-data part of that name).
+   * Each is stored under its SHA-256 hash in the blob store, which the content key covers with the
+   * input: the same file with the same input is one run, then a cache hit. Empty: JSON input only.
+   */
+  readonly files: Readonly<Record<string, FileInput>>;
+  /** Whether its runs write result files to the blob store. */
+  readonly returnsFiles: boolean;
   /** Pure CPU work. Runs in a worker thread (unless `inline`), so it may block as long as it likes. */
   run(input: In, ctx: JobContext): Out | Promise<Out>;
+}
+
+/** A file a type takes besides its JSON input (see JobDefinition.files). */
+export interface FileInput {
+  /** The largest size accepted, in bytes: a bigger file is cut off at this size with 413. */
+  readonly maxBytes: number;
+  /** The content types accepted, recognized by the file's first bytes (see file-types.ts), not the client's header; else 415. */
+  readonly accept: readonly FileType[];
 }
 
 /** How a fan-out job splits and merges (see define-fan-out.ts). Both run on a pool thread. */
@@ -163,6 +180,10 @@ export const JOB_NAME = /^[a-z][a-z0-9-]{0,62}$/;
 // why short: the queue name is in every Redis key of the queue and in metric labels.
 export const QUEUE_NAME = /^[a-z][a-z0-9-]{0,30}$/;
 export const SCHEDULE_NAME = /^[a-z][a-z0-9-]{0,62}$/;
+/** A declared file's name: its multipart part's name too (`input` is the JSON input's part). */
+export const FILE_NAME = /^[a-z][a-z0-9_]{0,62}$/;
+/** The largest file a type may accept: the largest object S3 copies in one request (a stored upload is copied to its hash). */
+export const MAX_FILE_BYTES = 5 * 1024 ** 3;
 /** The shortest interval a schedule may declare. */
 export const MIN_SCHEDULE_EVERY_MS = 1000;
 /** The longest `timeoutMs` an inline type may declare: it blocks the worker's event loop that long. */
@@ -191,11 +212,15 @@ export function defineJob<const Name extends string, In extends z.ZodType, Out e
   schedules?: readonly JobSchedule<z.input<In>>[];
   /** false by default. */
   inline?: boolean;
+  files?: Record<string, FileInput>;
+  /** false by default. */
+  returnsFiles?: boolean;
   run(input: z.output<In>, ctx: JobContext): z.output<Out> | Promise<z.output<Out>>;
 }): JobDefinition<Name, z.output<In>, z.output<Out>, z.input<In>> {
   const previous = def.previousVersions ?? [];
   const examples = def.examples ?? [];
   const schedules = (def.schedules ?? []).map((s) => checkedSchedule(def.input, s));
+  const files = Object.entries(def.files ?? {});
   const problems = [
     !JOB_NAME.test(def.name) && `name must match ${JOB_NAME}`,
     !(Number.isInteger(def.version) && def.version > 0) && 'version must be a positive integer',
@@ -215,6 +240,8 @@ export function defineJob<const Name extends string, In extends z.ZodType, Out e
     }),
     new Set(schedules.map((s) => s.name)).size !== schedules.length && 'schedules must not repeat a name',
     ...schedules.map((s) => s.problem),
+    ...files.map(([name, file]) => checkedFile(name, file)),
+    def.inline === true && (files.length > 0 || def.returnsFiles === true) && 'an inline type takes and returns no files (its run would block the event loop on them)',
     def.inline === true && def.timeoutMs > INLINE_MAX_TIMEOUT_MS && `an inline type's timeoutMs must be at most ${INLINE_MAX_TIMEOUT_MS} (it blocks the worker's event loop)`,
   ].filter(Boolean);
   if (problems.length > 0) throw new Error(`Job type "${def.name}": ${problems.join('; ')}`);
@@ -223,11 +250,23 @@ export function defineJob<const Name extends string, In extends z.ZodType, Out e
     queue: def.queue ?? DEFAULT_QUEUE,
     share: def.share ?? 'all',
     inline: def.inline ?? false,
+    files: Object.freeze(Object.fromEntries(files.map(([name, file]) => [name, Object.freeze({ maxBytes: file.maxBytes, accept: Object.freeze([...file.accept]) })]))),
+    returnsFiles: def.returnsFiles ?? false,
     previousVersions: Object.freeze([...previous]),
     examples: Object.freeze([...examples]),
     schedules: Object.freeze(schedules.map(({ problem, ...s }) => Object.freeze(s))),
     retry: Object.freeze({ attempts: 3, backoffMs: 1000, ...def.retry }),
   }) as JobDefinition<Name, z.output<In>, z.output<Out>, z.input<In>>;
+}
+
+/** What is wrong with declared file `name`, or false. */
+function checkedFile(name: string, file: FileInput): string | false {
+  const problems = [
+    (!FILE_NAME.test(name) || name === 'input') && `file names must match ${FILE_NAME} and not be "input"`,
+    !(Number.isInteger(file.maxBytes) && file.maxBytes > 0 && file.maxBytes <= MAX_FILE_BYTES) && `maxBytes must be an integer from 1 to ${MAX_FILE_BYTES}`,
+    !(file.accept.length > 0 && file.accept.every((type) => (FILE_TYPES as readonly string[]).includes(type))) && `accept must list some of ${FILE_TYPES.join(', ')}`,
+  ].filter(Boolean);
+  return problems.length > 0 && `file ${JSON.stringify(name)}: ${problems.join('; ')}`;
 }
 
 /**

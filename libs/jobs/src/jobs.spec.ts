@@ -32,6 +32,16 @@ describe('contentKey', () => {
     expect(keys.size).toBe(4);
   });
 
+  it('covers the files by their hashes, in any order, and leaves the keys of JSON-only jobs as they were', () => {
+    const def = { name: 'thumb', version: 1 };
+    const png = { image: 'aa'.repeat(32) };
+    expect(contentKey(def, '{"w":1}', undefined, png)).not.toBe(contentKey(def, '{"w":1}'));
+    expect(contentKey(def, '{"w":1}', undefined, png)).not.toBe(contentKey(def, '{"w":1}', undefined, { image: 'bb'.repeat(32) }));
+    expect(contentKey(def, '{"w":1}', undefined, { a: '1', b: '2' })).toBe(contentKey(def, '{"w":1}', undefined, { b: '2', a: '1' }));
+    expect(contentKey(def, '{"w":1}', undefined, {})).toBe(contentKey(def, '{"w":1}'));
+    expect(contentKey(def, '{"w":1}')).toBe('thumb:v1:FGK7Sh0_A_ts5LbLa7zWFVxBcWCsjwML4jVU6fpOTAo');
+  });
+
   it("scopes a `share: 'caller'` type's key to the caller, and only that type's", () => {
     const input = '{"password":"hunter2"}';
     const caller = { name: 'secret', version: 1, share: 'caller' as const };

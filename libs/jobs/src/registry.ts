@@ -73,6 +73,13 @@ export class JobRegistry {
     return [...new Set([...this.queues(), ...DEPLOYED_QUEUES])].sort();
   }
 
+  /** The types that take or return files: with any, the service needs a blob store (BLOB_STORE_URL). */
+  fileTypes(): string[] {
+    return this.list()
+      .filter((def) => def.returnsFiles || Object.keys(def.files).length > 0)
+      .map((def) => def.name);
+  }
+
   static forConfig(options: { chaosJobs: boolean }): JobRegistry {
     return new JobRegistry(options.chaosJobs ? allJobs : coreJobs);
   }
