@@ -70,7 +70,8 @@ describe('jobs API', () => {
     // here every type, a new one or an example left in, must come through the API, queue and pool intact.
     const ctx = { attempt: 1, progress: () => undefined, log: SILENT_LOG };
     const defs: readonly JobDefinition[] = allJobs;
-    expect(defs.filter((def) => def.examples.length === 0).map((def) => def.name)).toEqual([]);
+    // why not the types that take files: their submissions are multipart (test/files.e2e-spec.ts).
+    expect(defs.filter((def) => def.examples.length === 0 && Object.keys(def.files).length === 0).map((def) => def.name)).toEqual([]);
     const cases = defs.flatMap((def) => def.examples.map((example) => ({ def, example })));
     const replies = await Promise.all(cases.map(({ def, example }) => submit(api.url, def.name, example, { wait: 30 })));
     for (const [i, { def, example }] of cases.entries()) {

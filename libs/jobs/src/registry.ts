@@ -2,6 +2,7 @@ import { chaos } from './chaos.job';
 import { DEPLOYED_QUEUES, JobDefinition } from './define-job';
 import { echo } from './echo.job';
 import { fanOut } from './fan-out.job';
+import { fileEcho } from './file-echo.job';
 import { fibonacci } from './fibonacci.job';
 import { inlineEcho } from './inline-echo.job';
 import { markdown } from './markdown.job';
@@ -19,9 +20,9 @@ export const coreJobs = [fibonacci, pbkdf2, sum, sort, sumRangeJob, parallelSum,
 /**
  * The types tests and drills run, registered only with CHAOS_JOBS=true (which production refuses):
  * chaos misbehaves on request; the others stand in for the examples (an echo, one shared only by its
- * caller, a long job on a second queue, a fan-out and an inline type), so the tests need no example but fibonacci.
+ * caller, a long job on a second queue, a fan-out, an inline type and one that takes a file), so the tests need no example but fibonacci.
  */
-export const testJobs = [chaos, echo, privateEcho, spin, fanOut, inlineEcho] as const;
+export const testJobs = [chaos, echo, privateEcho, spin, fanOut, inlineEcho, fileEcho] as const;
 
 /** Everything a pool thread can run: the core types plus the opt-in test types. */
 export const allJobs = [...coreJobs, ...testJobs] as const;

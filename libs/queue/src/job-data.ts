@@ -1,3 +1,5 @@
+import type { FileRef } from '@app/blobs';
+
 /** What the API stores in a BullMQ job; the job's name is its type. */
 export interface JobData {
   /**
@@ -14,6 +16,8 @@ export interface JobData {
    * validated input (see the pool thread), never under this one.
    */
   key: string;
+  /** The files the job takes (see JobDefinition.files), by name: references to the blob store, part of `key`. */
+  files?: Record<string, FileRef>;
   /** The submitting caller's scope, for a `share: 'caller'` type only: part of its content key. */
   scope?: string;
   /** Request id of the submission, so the worker's log lines for this job carry it. */

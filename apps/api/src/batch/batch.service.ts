@@ -44,6 +44,7 @@ export class BatchService {
   /** The entry of each item, in order; with `Prefer: wait`, once every job finished or the time is up. */
   async submit(type: string, body: unknown, options: SubmitOptions & { caller: Caller }): Promise<BatchEntry[]> {
     const def = this.jobs.definition(type);
+    if (Object.keys(def.files).length > 0) throw new ApiError('UNSUPPORTED_MEDIA_TYPE', `"${def.name}" takes files: submit each job as multipart/form-data to POST /v1/jobs/${def.name}`);
     const items = batchItems(body, this.config.batchMaxItems);
     const prepared = items.map((item) => {
       try {

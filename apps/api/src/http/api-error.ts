@@ -20,6 +20,7 @@ export const API_ERRORS = {
   QUEUE_UNAVAILABLE: { status: 503, title: 'Queue unavailable' },
   BACKLOG_FULL: { status: 503, title: 'Backlog full' },
   NOT_REPLICATED: { status: 503, title: 'Not replicated' },
+  BLOB_STORE_UNAVAILABLE: { status: 503, title: 'Blob store unavailable' },
   SHUTTING_DOWN: { status: 503, title: 'Shutting down' },
 } as const satisfies Record<string, { status: number; title: string }>;
 

@@ -4,6 +4,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import type { Config } from '@app/config';
 import type { Lifecycle } from '@app/health';
 import { requestIdFrom } from '@app/logging';
+import { registerMultipartBody } from '../files/multipart-body';
 import { registerJsonBody } from './json-body';
 import { answerClientError, sendProblem } from './problem.reply';
 import { registerSecurityHeaders } from './security-headers';
@@ -41,4 +42,5 @@ export function configureFastify(fastify: FastifyInstance, config: Config, lifec
   });
   registerSecurityHeaders(fastify);
   registerJsonBody(fastify, config.bodyLimit);
+  registerMultipartBody(fastify);
 }

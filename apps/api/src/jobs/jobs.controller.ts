@@ -1,8 +1,12 @@
 import { Controller, Delete, Get, Headers, HttpCode, Inject, Param, Post, Req, Res } from '@nestjs/common';
 import { ApiBody, ApiHeader, ApiOperation, ApiParam, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FileRef } from '@app/blobs';
 import { CONFIG, type Config } from '@app/config';
 import { Lifecycle } from '@app/health';
+import { FileIntake } from '../files/file-intake';
+import { isMultipart } from '../files/multipart-body';
+import { ApiError } from '../http/api-error';
 import { ApiProblems, ApiSubmission } from '../http/openapi.decorators';
 import { JOB_INPUT, JOB_VIEW } from '../http/openapi.refs';
 import { ServerTiming } from '../http/server-timing';
@@ -15,6 +19,8 @@ import { isFinal, JobView } from './job-view';
 import { JobsService } from './jobs.service';
 import { parsePreferWait } from './prefer-wait';
 import { SubmitHooks } from './submit-hooks';
+
+type FileRefs = Record<string, FileRef>;
 
 const JOB_ID = ApiParam({ name: 'id', description: 'The id a submission answered with.', schema: { type: 'string' } });
 const VIEW = { 'application/json': { schema: JOB_VIEW } };
@@ -29,6 +35,7 @@ export class JobsController {
     private readonly hooks: SubmitHooks,
     private readonly notices: JobNotices,
     private readonly lifecycle: Lifecycle,
+    private readonly intake: FileIntake,
     @Inject(CONFIG) private readonly config: Config,
   ) {}
 
@@ -63,18 +70,34 @@ export class JobsController {
     const { callbacks, idempotency } = this.hooks;
     const callback = callbacks.accept(headers['callback-url'] as string | undefined, scope);
     const timing = new ServerTiming();
-    const view = await this.jobs.submit(type, req.body, {
+    const { body, files } = await this.bodyOf(type, req);
+    const view = await this.jobs.submit(type, body, {
       scope,
       waitSeconds: parsePreferWait(headers.prefer, this.config.maxWaitSeconds),
       submission: { requestId: req.id },
       timing,
       idempotency: idempotency.keyOf(headers['idempotency-key'], scope),
       callbackUrl: callback,
+      files,
     });
     if (callback) await callbacks.register([view.id], callback, scope, req.id);
     if (isFinal(view)) reply.code(200).header('server-timing', timing.toString());
     else reply.code(202).headers({ 'server-timing': timing.toString(), location: `/v1/jobs/${view.id}` });
     return view;
+  }
+
+  /** The JSON body; or, for a type that takes files, the multipart body read by FileIntake (files stored). */
+  private async bodyOf(type: string, req: FastifyRequest): Promise<{ body: unknown; files?: FileRefs }> {
+    const multipart = isMultipart(req.headers['content-type']);
+    // why only then: a JSON submission of a type without files costs nothing more than before.
+    if (!multipart && !this.jobs.takesFiles(type)) return { body: req.body };
+    const def = this.jobs.definition(type);
+    const names = Object.keys(def.files);
+    if (names.length === 0) throw new ApiError('UNSUPPORTED_MEDIA_TYPE', `"${def.name}" takes no files; send its input as application/json`);
+    if (!multipart) {
+      throw new ApiError('UNSUPPORTED_MEDIA_TYPE', `"${def.name}" takes files: send multipart/form-data with a part "input" (its JSON input) and ${names.map((n) => `"${n}"`).join(', ')}`);
+    }
+    return this.intake.read(def, req.raw);
   }
 
   @Get(':id')

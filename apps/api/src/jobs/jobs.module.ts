@@ -8,6 +8,7 @@ import { JobNotices } from './job-notices';
 import { JobOwners } from './job-owners';
 import { JobReads } from './job-reads';
 import { JobStore } from './job-store';
+import { FileIntake } from '../files/file-intake';
 import { JobsController } from './jobs.controller';
 import { JobsService } from './jobs.service';
 import { QueueMetrics } from './queue.metrics';
@@ -37,6 +38,7 @@ import { SubmissionMetrics } from './submission.metrics';
     JobCancels,
     QueueMetrics,
     SubmissionMetrics,
+    FileIntake,
   ],
   exports: [Lifecycle, JobNotices, SubmitPipeline, SubmitHooks, JobStore, JobOwners, JobsService, JobReads, SubmissionMetrics],
 })

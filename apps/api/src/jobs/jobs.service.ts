@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
+import { type FileRef, hashesOf } from '@app/blobs';
 import { Lifecycle } from '@app/health';
-import { JobDefinition, JobRegistry } from '@app/jobs';
+import { canonicalJson, JobDefinition, JobRegistry } from '@app/jobs';
 import { ApiError } from '../http/api-error';
 import { ServerTiming } from '../http/server-timing';
 import { PreparedJob, prepareJob } from './job-input';
@@ -22,6 +23,8 @@ export interface SubmitOptions {
   idempotency?: IdempotencyKey;
   /** The request's Callback-Url (registered by the controller): part of what an Idempotency-Key covers. */
   callbackUrl?: string;
+  /** The files a multipart submission stored (see FileIntake), by name. */
+  files?: Readonly<Record<string, FileRef>>;
 }
 
 /** A submission's answer, and what it became (for jobs_submitted_total). */
@@ -61,13 +64,15 @@ export class JobsService {
   }
 
   private async submitAs(def: JobDefinition, body: unknown, options: SubmitOptions): Promise<Submitted> {
-    const job = prepareJob(def, body, options.scope);
+    const job = prepareJob(def, body, options.scope, options.files);
     options.timing?.mark('validate');
     this.reads.assertRedisUp();
     if (!options.idempotency) return this.enqueue(job, options);
-    const callback = options.callbackUrl ? [`callback ${options.callbackUrl}`] : [];
+    // What a retry under the key must repeat; why the files too: other files are another request (a 422).
+    const request = [`POST /v1/jobs/${def.name}`, job.inputJson, ...(options.callbackUrl ? [`callback ${options.callbackUrl}`] : [])];
+    if (job.files) request.push(`files ${canonicalJson(hashesOf(job.files))}`);
     let first: Submitted | undefined;
-    const id = await this.hooks.idempotency.once(options.idempotency, [`POST /v1/jobs/${def.name}`, job.inputJson, ...callback], async (claim) => {
+    const id = await this.hooks.idempotency.once(options.idempotency, request, async (claim) => {
       first = await this.enqueue(job, { ...options, waitSeconds: 0 }, { idFor: () => claim.plannedId, takeover: claim.takeover, adding: claim.adding });
       return first.view.id;
     });
@@ -75,6 +80,12 @@ export class JobsService {
     // A retry under the key gets the job the first request got.
     const view = options.waitSeconds > 0 ? await this.reads.waitUntilFinal(id, options.waitSeconds * 1000, options.timing) : await this.reads.get(id);
     return { view, outcome: first?.outcome ?? 'joined' };
+  }
+
+  /** Whether `type` is a registered type that takes files (its submissions are multipart). */
+  takesFiles(type: string): boolean {
+    const def = this.registry.get(type);
+    return def !== undefined && Object.keys(def.files).length > 0;
   }
 
   /** The definition of a registered type, if this replica takes work: else a 404 or 503 problem. */

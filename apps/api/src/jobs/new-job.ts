@@ -21,10 +21,10 @@ export interface NewJob {
 
 /** The BullMQ job for `job` with id `jobId`: the one place its data and options are decided. */
 export function newJob(job: PreparedJob, jobId: string, submission: Submission, retentionSeconds: number): NewJob {
-  const { def, inputJson, key, scope } = job;
+  const { def, inputJson, key, scope, files } = job;
   return {
     name: def.name,
-    data: { inputJson, version: def.version, key, ...(scope === undefined ? {} : { scope }), requestId: submission.requestId },
+    data: { inputJson, version: def.version, key, ...(scope === undefined ? {} : { scope }), ...(files && { files }), requestId: submission.requestId },
     opts: {
       jobId,
       ...jobOptions(def, retentionSeconds),

@@ -52,6 +52,7 @@ export function validateDashboardWrites(fastify: FastifyInstance, base: string, 
   const add = guarded(async (request, body) => {
     const { queueName } = request.params as Params;
     const def = definitionOf(body.name, queueName);
+    if (Object.keys(def.files).length > 0) throw new ApiError('INVALID_INPUT', `"${def.name}" takes files, which the dashboard cannot send; submit it through the API`);
     const job = newJob(prepareJob(def, inputOf(body.data), DASHBOARD_SCOPE), randomUUID(), { requestId: request.id }, config.jobRetentionSeconds);
     body.data = job.data;
     body.options = job.opts;
@@ -62,8 +63,8 @@ export function validateDashboardWrites(fastify: FastifyInstance, base: string, 
     if (!job) throw new ApiError('JOB_NOT_FOUND', `No job with id "${jobId}" in queue "${queueName}"`);
     if (job.data.chunks !== undefined) throw new ApiError('INVALID_INPUT', 'A fan-out job that has split into chunks cannot be edited');
     const def = definitionOf(job.name, queueName);
-    const { data } = newJob(prepareJob(def, inputOf(body.jobData), job.data.scope ?? DASHBOARD_SCOPE), job.id!, { requestId: request.id }, config.jobRetentionSeconds);
-    // The job keeps what ties it to a schedule or a parent; its input, version and key are the new ones.
+    const { data } = newJob(prepareJob(def, inputOf(body.jobData), job.data.scope ?? DASHBOARD_SCOPE, job.data.files), job.id!, { requestId: request.id }, config.jobRetentionSeconds);
+    // The job keeps its files and what ties it to a schedule or a parent; its input, version and key are the new ones.
     body.jobData = { ...data, ...(job.data.schedule ? { schedule: job.data.schedule } : {}), ...(job.data.parent ? { parent: job.data.parent } : {}) };
   });
 

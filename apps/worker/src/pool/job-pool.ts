@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { BroadcastChannel } from 'node:worker_threads';
 import { Inject, Injectable, OnApplicationShutdown, Optional } from '@nestjs/common';
 import Piscina from 'piscina';
+import type { FileRef } from '@app/blobs';
 import { CONFIG, type Config } from '@app/config';
 import { CodedJobError, JobFailureCode } from '@app/jobs';
 import { type Logger, LOGGER } from '@app/logging';
@@ -21,6 +22,8 @@ export interface RunOptions {
   partsJson?: string;
   /** The caller's scope of a `share: 'caller'` job (see JobData.scope). */
   scope?: string;
+  /** The files the job takes (see JobData.files): part of its content key. */
+  files?: Record<string, FileRef>;
   /** Aborting terminates the thread running the job; `run` then rejects with `signal.reason`. */
   signal: AbortSignal;
   onProgress(percent: number): void;
@@ -115,7 +118,7 @@ export class JobPool implements OnApplicationShutdown {
     const taskId = ++this.nextTaskId;
     const step = options.step ?? 'run';
     const traceparent = this.tracing?.traceparent();
-    const task: ThreadTask = { step, taskId, name, version, inputJson, scope: options.scope, attempt: options.attempt, partsJson: options.partsJson };
+    const task: ThreadTask = { step, taskId, name, version, inputJson, scope: options.scope, files: options.files, attempt: options.attempt, partsJson: options.partsJson };
     if (traceparent) {
       const attributes: Record<string, SpanAttributeValue | undefined> = {
         ...options.spanAttributes,

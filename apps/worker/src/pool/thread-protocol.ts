@@ -1,3 +1,4 @@
+import type { FileRef } from '@app/blobs';
 import type { JobFailureCode } from '@app/jobs';
 import type { FinishedSpan, SpanAttributeValue } from '@app/tracing';
 
@@ -25,6 +26,8 @@ export interface ThreadTask {
   inputJson: string;
   /** The caller's scope of a `share: 'caller'` job: part of its content key and its children's. */
   scope?: string;
+  /** The files the job takes, by name (references to the blob store): their hashes are part of its content key. */
+  files?: Record<string, FileRef>;
   attempt: number;
   partsJson?: string;
   /** With tracing on: the parent of this task's span (W3C traceparent) and attributes for it. */

@@ -22,7 +22,7 @@ export async function runTask(task: ThreadTask, post: (message: ChannelMessage) 
   return { ...outcome, posted: log.posted, span: span?.end(outcome.ok ? undefined : `${outcome.code}: ${outcome.message}`) };
 }
 
-async function execute({ step, taskId, name, version, inputJson, scope, attempt, partsJson }: ThreadTask, log: JobLogger, post: (message: ChannelMessage) => void): Promise<Outcome> {
+async function execute({ step, taskId, name, version, inputJson, scope, files, attempt, partsJson }: ThreadTask, log: JobLogger, post: (message: ChannelMessage) => void): Promise<Outcome> {
   const def = registry.get(name);
   const runner = def && runnerOf(def, version);
   if (!runner) return { ok: false, code: JobFailureCode.JOB_REJECTED, message: `unknown job type "${name}" v${version}` };
@@ -34,7 +34,9 @@ async function execute({ step, taskId, name, version, inputJson, scope, attempt,
   }
   // why here, from the input as validated: the cache key is never taken from job data, which anyone
   // able to add a job (a script, a dashboard) could point at another input's result.
-  const key = contentKey({ name: def.name, version: runner.version, share: def.share }, canonicalJson(parsed.data), scope);
+  // why the hashes here, not hashesOf from libs/blobs: a pool thread loads no Nest (the lib's index has its module).
+  const hashes = files && Object.fromEntries(Object.entries(files).map(([file, ref]) => [file, ref.sha256]));
+  const key = contentKey({ name: def.name, version: runner.version, share: def.share }, canonicalJson(parsed.data), scope, hashes);
   let last = -1;
   const ctx = {
     attempt,

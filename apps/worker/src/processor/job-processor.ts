@@ -240,6 +240,7 @@ export class JobProcessor implements OnApplicationBootstrap {
       const options: RunOptions = {
         attempt: job.attemptsMade + 1,
         scope: job.data.scope,
+        files: job.data.files,
         signal: stop?.signal ?? signal,
         onProgress,
         log: () => this.rootLogger.child({ context: 'job', ...fields }),

@@ -1,0 +1,236 @@
+import { createHash, randomUUID } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import { Transform, type TransformCallback } from 'node:stream';
+import { Inject, Injectable } from '@nestjs/common';
+import Busboy, { type BusboyFileStream } from '@fastify/busboy';
+import { BLOB_STORE, type BlobStore, blobKeyOf, type FileRef, isBlobStoreError, stagingKeyOf } from '@app/blobs';
+import { CONFIG, type Config } from '@app/config';
+import { type FileInput, type JobDefinition, sniff, SNIFF_BYTES } from '@app/jobs';
+import { ApiError } from '../http/api-error';
+import { validInput } from '../jobs/job-input';
+
+/** A multipart submission as read: the `input` part parsed, each declared file stored under its hash. */
+export interface Intake {
+  body: unknown;
+  files: Record<string, FileRef>;
+}
+
+/** A file received whole into its staging object. */
+interface Staged extends FileRef {
+  name: string;
+  staging: string;
+}
+
+// why close the connection on a refusal: the client may still be sending a large body; reading it
+// all only to drop it costs the bandwidth the limit was there to save.
+const refuse = (code: 'PAYLOAD_TOO_LARGE' | 'UNSUPPORTED_MEDIA_TYPE' | 'MALFORMED_REQUEST' | 'INVALID_INPUT', detail: string) =>
+  new ApiError(code, detail, { headers: { connection: 'close' } });
+
+/** JSON.parse that refuses what the JSON body parser refuses: keys that would set a prototype. */
+function parseInput(text: string): unknown {
+  try {
+    return JSON.parse(text, (key, value: unknown) => {
+      if (key === '__proto__' || key === 'constructor') throw new Error(`the key "${key}" is not allowed`);
+      return value;
+    });
+  } catch (error) {
+    throw refuse('MALFORMED_REQUEST', `The "input" part is not JSON: ${error instanceof Error ? error.message : String(error)}`);
+  }
+}
+
+/**
+ * Reads `multipart/form-data` submissions of types that take files: one part `input` (the JSON
+ * input), one part per declared file. Each file streams into the blob store while it is hashed
+ * (SHA-256), measured and sniffed; nothing holds a whole file in memory. A file over its limit is
+ * cut off there (413), one of another type than its declaration accepts, by its first bytes, is
+ * refused (415); a client that stalls is cut off by REQUEST_TIMEOUT_MS (the server's). Every file
+ * is staged first and moved to its content address only once the whole body was read, so a
+ * refused, failed or aborted submission leaves nothing in the store.
+ */
+@Injectable()
+export class FileIntake {
+  constructor(
+    @Inject(BLOB_STORE) private readonly store: BlobStore | null,
+    @Inject(CONFIG) private readonly config: Config,
+  ) {}
+
+  async read(def: JobDefinition, req: IncomingMessage): Promise<Intake> {
+    const store = this.store;
+    if (!store) throw new ApiError('BLOB_STORE_UNAVAILABLE', 'This service has no blob store (BLOB_STORE_URL)');
+    const declared = Object.entries(def.files);
+    const abort = new AbortController();
+    const staged: Staged[] = [];
+    const writes: Array<Promise<unknown>> = [];
+    let input: string | undefined;
+    let refusal: unknown;
+    const fail = (error: unknown) => {
+      refusal ??= error;
+      abort.abort(refusal);
+    };
+
+    const parsing = new Promise<void>((resolve, reject) => {
+      let bb;
+      try {
+        bb = Busboy({
+          headers: req.headers as { 'content-type': string },
+          limits: {
+            // why one part more than there may be: that one gets its name in the refusal (unknownPart).
+            fields: declared.length + 2,
+            files: declared.length + 2,
+            parts: declared.length + 2,
+            fieldSize: this.config.bodyLimit,
+            // why one byte past the largest: the meter below sees it and answers 413 itself.
+            fileSize: Math.max(this.config.bodyLimit, ...declared.map(([, file]) => file.maxBytes)) + 1,
+            headerPairs: 20,
+          },
+        });
+      } catch (error) {
+        reject(refuse('MALFORMED_REQUEST', `Not a multipart/form-data body: ${error instanceof Error ? error.message : String(error)}`));
+        return;
+      }
+      const seen = new Set<string>();
+      const once = (name: string) => {
+        if (seen.has(name)) throw refuse('MALFORMED_REQUEST', `The part "${name}" is sent twice`);
+        seen.add(name);
+      };
+      bb.on('field', (name: string, value: string, _nameTruncated: boolean, valueTruncated: boolean) => {
+        try {
+          once(name);
+          if (name !== 'input') throw this.unknownPart(def, name);
+          if (valueTruncated) throw refuse('PAYLOAD_TOO_LARGE', `The "input" part is larger than BODY_LIMIT (${this.config.bodyLimit} bytes)`);
+          input = value;
+        } catch (error) {
+          fail(error);
+        }
+      });
+      bb.on('file', (name: string, stream: BusboyFileStream) => {
+        try {
+          once(name);
+          if (name === 'input') {
+            // A client may send the JSON input as a file part (curl -F input=@input.json).
+            const chunks: Buffer[] = [];
+            let bytes = 0;
+            stream.on('data', (chunk: Buffer) => {
+              bytes += chunk.length;
+              if (bytes > this.config.bodyLimit) fail(refuse('PAYLOAD_TOO_LARGE', `The "input" part is larger than BODY_LIMIT (${this.config.bodyLimit} bytes)`));
+              else chunks.push(chunk);
+            });
+            stream.on('end', () => (input = Buffer.concat(chunks).toString('utf8')));
+            return;
+          }
+          const file = def.files[name];
+          if (!file) throw this.unknownPart(def, name);
+          writes.push(this.stage(store, def, name, file, stream, abort.signal, fail).then((s) => staged.push(s), fail));
+        } catch (error) {
+          stream.resume();
+          fail(error);
+        }
+      });
+      for (const limit of ['partsLimit', 'filesLimit', 'fieldsLimit']) {
+        bb.on(limit, () => fail(refuse('INVALID_INPUT', `"${def.name}" takes the parts ${['input', ...Object.keys(def.files)].join(', ')}, no more`)));
+      }
+      bb.on('error', (error: unknown) => reject(refuse('MALFORMED_REQUEST', `Unreadable multipart body: ${error instanceof Error ? error.message : String(error)}`)));
+      bb.on('finish', resolve);
+      abort.signal.addEventListener('abort', () => {
+        req.unpipe(bb);
+        resolve();
+      });
+      req.on('error', fail);
+      req.on('aborted', () => fail(refuse('MALFORMED_REQUEST', 'The client went away mid-upload')));
+      req.pipe(bb);
+    });
+
+    try {
+      await parsing;
+      await Promise.all(writes);
+      if (refusal) throw refusal;
+      if (input === undefined) throw refuse('INVALID_INPUT', `A multipart submission of "${def.name}" needs a part named "input" holding its JSON input`);
+      const missing = declared.filter(([name]) => !staged.some((s) => s.name === name)).map(([name]) => name);
+      if (missing.length > 0) {
+        throw new ApiError('INVALID_INPUT', `"${def.name}" needs the file(s) ${missing.join(', ')}`, {
+          errors: missing.map((name) => ({ field: name, message: 'required file part missing' })),
+        });
+      }
+      const body = parseInput(input);
+      validInput(def, body);
+      // Only now, with the whole body read and accepted, do the files take their content addresses.
+      for (const file of staged) await this.promote(store, file);
+      return { body, files: Object.fromEntries(staged.map(({ name, sha256, bytes, contentType }) => [name, { sha256, bytes, contentType }])) };
+    } catch (error) {
+      await Promise.allSettled(writes);
+      await store.delete(staged.map((s) => s.staging)).catch(() => undefined);
+      throw isBlobStoreError(error) ? this.storeDown(store) : error;
+    }
+  }
+
+  /** Streams one file part into a staging object, hashing, measuring and sniffing it on the way. */
+  private async stage(store: BlobStore, def: JobDefinition, name: string, file: FileInput, source: BusboyFileStream, signal: AbortSignal, fail: (e: unknown) => void): Promise<Staged> {
+    const hash = createHash('sha256');
+    let bytes = 0;
+    let head: Buffer = Buffer.alloc(0);
+    let contentType: string | undefined;
+    const check = () => {
+      const type = sniff(head);
+      if (!type || !file.accept.includes(type)) {
+        throw refuse('UNSUPPORTED_MEDIA_TYPE', `The file "${name}" is ${type ?? 'of a type this service does not recognize'}; "${def.name}" accepts ${file.accept.join(', ')} (checked by its content)`);
+      }
+      contentType = type;
+    };
+    const meter = new Transform({
+      transform(chunk: Buffer, _encoding, done: TransformCallback) {
+        bytes += chunk.length;
+        try {
+          if (bytes > file.maxBytes) throw refuse('PAYLOAD_TOO_LARGE', `The file "${name}" is larger than ${file.maxBytes} bytes, the most "${def.name}" takes`);
+          if (contentType === undefined) {
+            head = Buffer.concat([head, chunk.subarray(0, SNIFF_BYTES)]).subarray(0, SNIFF_BYTES);
+            if (head.length >= SNIFF_BYTES) check();
+          }
+        } catch (error) {
+          fail(error);
+          done(error as Error);
+          return;
+        }
+        hash.update(chunk);
+        done(null, chunk);
+      },
+      flush(done: TransformCallback) {
+        try {
+          if (contentType === undefined) check();
+          done();
+        } catch (error) {
+          fail(error);
+          done(error as Error);
+        }
+      },
+    });
+    source.on('error', (error) => meter.destroy(error));
+    // why a listener that does nothing: a refusal reaches the request through `fail`, and aborts the
+    // store's write, which may have stopped listening by the time the meter errors.
+    meter.on('error', () => undefined);
+    source.pipe(meter);
+    const staging = stagingKeyOf(randomUUID());
+    try {
+      await store.write(staging, meter, { signal });
+    } catch (error) {
+      source.resume();
+      throw signal.aborted ? signal.reason : error;
+    }
+    return { name, staging, sha256: hash.digest('hex'), bytes, contentType: contentType! };
+  }
+
+  /** Moves a staged file to its content address, or drops it when that content is stored already. */
+  private async promote(store: BlobStore, file: Staged): Promise<void> {
+    const key = blobKeyOf(file.sha256);
+    if (await store.stat(key)) await store.delete([file.staging]);
+    else await store.move(file.staging, key);
+  }
+
+  private unknownPart(def: JobDefinition, name: string): ApiError {
+    const parts = ['input', ...Object.keys(def.files)].map((p) => `"${p}"`).join(', ');
+    return refuse('INVALID_INPUT', `"${def.name}" takes no part named "${name}"; its parts are ${parts}`);
+  }
+
+  private storeDown(store: BlobStore): ApiError {
+    return new ApiError('BLOB_STORE_UNAVAILABLE', `The blob store (${store.name}) is unavailable; nothing was queued, retry later`, { retryAfterSeconds: 5 });
+  }
+}

@@ -1,0 +1,22 @@
+import { z } from 'zod';
+import { defineJob } from './define-job';
+
+/** The largest file `file-echo` takes: small, so the tests' 413 costs nothing. */
+export const FILE_ECHO_MAX_BYTES = 64 * 1024;
+
+/**
+ * Takes one file and returns its input: the tests' file-taking type (multipart intake, content
+ * addressing, limits), so no test depends on an example someone may remove. Registered, like echo,
+ * only with CHAOS_JOBS=true. No examples: its submissions are multipart, with a file.
+ */
+export const fileEcho = defineJob({
+  name: 'file-echo',
+  version: 1,
+  description: `Test job: takes a file \`file\` (PNG, GIF or PDF, at most ${FILE_ECHO_MAX_BYTES} bytes) and returns its input (\`label\`).`,
+  input: z.strictObject({ label: z.string().max(100).default('') }),
+  output: z.object({ label: z.string() }),
+  files: { file: { maxBytes: FILE_ECHO_MAX_BYTES, accept: ['image/png', 'image/gif', 'application/pdf'] } },
+  timeoutMs: 30_000,
+  cacheTtlSeconds: 3600,
+  run: (input) => input,
+});

@@ -1,0 +1,187 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Queue } from 'bullmq';
+import IORedis from 'ioredis';
+import { type BlobStore, blobKeyOf, openBlobStore } from '@app/blobs';
+import { blobTargetOf } from '@app/config';
+import { queuePrefix } from '@app/queue';
+import { type AppProcess, startAll, startApp, stackEnv } from './support/apps';
+import { request } from './support/http';
+import { ifPresent } from './support/capabilities';
+import { S3_CREDENTIALS, S3Server } from './support/s3-server';
+import { waitFor } from './support/wait';
+
+const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
+/** Bytes a PNG's magic number starts: file-echo stores, never decodes, them. */
+const png = (bytes = 4096) => Buffer.concat([PNG_SIGNATURE, randomBytes(bytes - PNG_SIGNATURE.length)]);
+const sha256 = (bytes: Buffer) => require('node:crypto').createHash('sha256').update(bytes).digest('hex') as string;
+
+/** A multipart submission of `input` and files (name → bytes), as a browser's FormData sends it. */
+function form(input: unknown, files: Record<string, Buffer>, type = 'image/png'): FormData {
+  const body = new FormData();
+  if (input !== undefined) body.set('input', JSON.stringify(input));
+  for (const [name, bytes] of Object.entries(files)) body.set(name, new Blob([new Uint8Array(bytes)], { type }), `${name}.png`);
+  return body;
+}
+
+interface Stack {
+  kind: 'file' | 's3';
+  api: AppProcess;
+  worker: AppProcess;
+  store: BlobStore;
+  queue: Queue;
+}
+
+const keysOf = async (store: BlobStore) => {
+  const keys: string[] = [];
+  for await (const key of store.list()) keys.push(key);
+  return keys.sort();
+};
+
+/**
+ * Files in: multipart submissions of a type that takes a file, streamed into the blob store while
+ * hashed, through both stores (a directory; a bucket of a real S3-compatible server, s3rver). One
+ * API and one worker per store, shared by the cases.
+ */
+describe('file inputs', () => {
+  let s3: S3Server;
+  let dir: string;
+  let redis: IORedis;
+  const stacks: Partial<Record<'file' | 's3', Stack>> = {};
+  const saved = { ...process.env };
+
+  beforeAll(async () => {
+    Object.assign(process.env, S3_CREDENTIALS);
+    dir = mkdtempSync(join(tmpdir(), 'files-'));
+    s3 = await S3Server.start();
+    redis = new IORedis(process.env.E2E_REDIS_URL!);
+    // why REQUEST_TIMEOUT_MS=2000: the stalled upload is cut off within the test's time.
+    const envs = { file: stackEnv('files-dir', { BLOB_STORE_URL: `file://${dir}`, REQUEST_TIMEOUT_MS: '2000' }), s3: stackEnv('files-s3', s3.env('jobs/')) };
+    // why 60 s: four apps start at once (20 s each is the default).
+    const start = (kind: 'api' | 'worker', env: Record<string, string | undefined>) => startApp(kind, env, { timeoutMs: 60_000 });
+    const started = await startAll([start('api', envs.file), start('worker', envs.file), start('api', envs.s3), start('worker', envs.s3)]);
+    for (const [i, kind] of (['file', 's3'] as const).entries()) {
+      const env = envs[kind];
+      stacks[kind] = {
+        kind,
+        api: started[i * 2],
+        worker: started[i * 2 + 1],
+        store: openBlobStore(blobTargetOf(env.BLOB_STORE_URL!) as never),
+        queue: new Queue('default', { connection: redis, prefix: queuePrefix(env.REDIS_PREFIX!, 'default') }),
+      };
+    }
+  }, 120_000);
+
+  afterAll(async () => {
+    for (const stack of Object.values(stacks)) {
+      await Promise.all([stack.api.stop(), stack.worker.stop(), stack.queue.close()]);
+      stack.store.close();
+    }
+    redis?.disconnect();
+    await s3?.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+    process.env = saved;
+  });
+
+  const post = (stack: Stack, type: string, body: FormData | string, headers: Record<string, string> = {}) =>
+    request(`${stack.api.url}/v1/jobs/${type}`, { method: 'POST', body, headers });
+
+  describe.each(['file', 's3'] as const)('into the %s store', (kind) => {
+    it('stores the file under its SHA-256, runs the job, and keeps only a reference in the job', async () => {
+      const stack = stacks[kind]!;
+      const bytes = png(20_000);
+      const reply = await post(stack, 'file-echo', form({ label: kind }, { file: bytes }), { prefer: 'wait=20' });
+      expect([reply.status, reply.body.status, reply.body.result]).toEqual([200, 'completed', { label: kind }]);
+      const job = await stack.queue.getJob(reply.body.id);
+      expect(job!.data.files).toEqual({ file: { sha256: sha256(bytes), bytes: bytes.length, contentType: 'image/png' } });
+      expect(JSON.stringify(job!.data).length).toBeLessThan(1024);
+      expect(await stack.store.stat(blobKeyOf(sha256(bytes)))).toMatchObject({ bytes: bytes.length });
+      expect((await keysOf(stack.store)).filter((key) => !key.startsWith('sha256/'))).toEqual([]);
+    });
+
+    it('runs the same file with the same input once, whoever sends it; another file is other work', async () => {
+      const stack = stacks[kind]!;
+      const bytes = png();
+      const first = await post(stack, 'file-echo', form({ label: 'same' }, { file: bytes }), { prefer: 'wait=20' });
+      const again = await post(stack, 'file-echo', form({ label: 'same' }, { file: bytes }));
+      expect([again.status, again.body.id, again.body.cached]).toEqual([200, first.body.id, true]);
+      const other = await post(stack, 'file-echo', form({ label: 'same' }, { file: png() }));
+      expect(other.body.id).not.toBe(first.body.id);
+    });
+  });
+
+  it('cuts a file off at its limit with 413, refuses a type its bytes do not show with 415, and leaves nothing', async () => {
+    const stack = stacks.file!;
+    const before = await keysOf(stack.store);
+    const big = await post(stack, 'file-echo', form({}, { file: png(64 * 1024 + 1) }));
+    expect([big.status, big.headers.get('content-type'), big.body.code]).toEqual([413, expect.stringMatching(/^application\/problem\+json/), 'PAYLOAD_TOO_LARGE']);
+    expect(big.body.detail).toBe('The file "file" is larger than 65536 bytes, the most "file-echo" takes');
+    // An HTML page the client calls a PNG.
+    const html = await post(stack, 'file-echo', form({}, { file: Buffer.from('<html><script>alert(1)</script></html>'.padEnd(64)) }));
+    expect([html.status, html.body.code]).toEqual([415, 'UNSUPPORTED_MEDIA_TYPE']);
+    expect(html.body.detail).toContain('"file-echo" accepts image/png, image/gif, application/pdf (checked by its content)');
+    expect(await keysOf(stack.store)).toEqual(before);
+  });
+
+  it('answers a submission that is not what the type takes with a problem, and stores nothing', async () => {
+    const stack = stacks.file!;
+    const before = await keysOf(stack.store);
+    const json = await request(`${stack.api.url}/v1/jobs/file-echo`, { method: 'POST', json: { label: 'x' } });
+    expect([json.status, json.body.detail]).toEqual([415, '"file-echo" takes files: send multipart/form-data with a part "input" (its JSON input) and "file"']);
+    expect((await post(stack, 'echo', form({ n: 1 }, { file: png() }))).status).toBe(415);
+    const missing = await post(stack, 'file-echo', form({ label: 'x' }, {}));
+    expect([missing.status, missing.body.code, missing.body.errors]).toEqual([400, 'INVALID_INPUT', [{ field: 'file', message: 'required file part missing' }]]);
+    const extra = await post(stack, 'file-echo', form({}, { file: png(), other: png() }));
+    expect([extra.status, extra.body.detail]).toEqual([400, '"file-echo" takes no part named "other"; its parts are "input", "file"']);
+    const bad = await post(stack, 'file-echo', form({ label: 7 }, { file: png() }));
+    expect([bad.status, bad.body.code]).toEqual([400, 'INVALID_INPUT']);
+    expect(await keysOf(stack.store)).toEqual(before);
+  });
+
+  ifPresent('batch').it('refuses a batch of a type that takes files (its items would have none)', async () => {
+    const reply = await request(`${stacks.file!.api.url}/v1/jobs/file-echo/batch`, { method: 'POST', json: { items: [{ label: 'x' }] } });
+    expect([reply.status, reply.body.code]).toEqual([415, 'UNSUPPORTED_MEDIA_TYPE']);
+  });
+
+  it('leaves nothing of an upload the client aborts or stalls mid-file', async () => {
+    const stack = stacks.file!;
+    const before = await keysOf(stack.store);
+    const boundary = 'b0undary';
+    const head = `--${boundary}\r\nContent-Disposition: form-data; name="input"\r\n\r\n{}\r\n--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="a.png"\r\nContent-Type: image/png\r\n\r\n`;
+    const partial = (then: 'abort' | 'stall') =>
+      new Promise<string>((resolve) => {
+        const req = httpRequest(`${stack.api.url}/v1/jobs/file-echo`, {
+          method: 'POST',
+          headers: { 'content-type': `multipart/form-data; boundary=${boundary}`, 'content-length': String(head.length + 60_000) },
+        });
+        req.on('response', (res) => resolve(`answered ${res.statusCode}`));
+        req.on('error', (error) => resolve(`closed: ${(error as NodeJS.ErrnoException).code}`));
+        req.write(head);
+        req.write(png(30_000));
+        if (then === 'abort') setTimeout(() => req.destroy(), 300);
+      });
+    expect(await partial('abort')).toBe('closed: ECONNRESET');
+    // The server's REQUEST_TIMEOUT_MS (2 s here) cuts the stalled client off.
+    expect(await partial('stall')).toMatch(/^(answered 408|closed: ECONNRESET)$/);
+    await waitFor(async () => JSON.stringify(await keysOf(stack.store)) === JSON.stringify(before), { timeoutMs: 5000, what: 'the store as before' });
+    expect(await keysOf(stack.store)).toEqual(before);
+  });
+
+  it('answers 503 naming the store when it is down at submission, and queues nothing', async () => {
+    const stack = stacks.s3!;
+    const jobs = async () => Object.values(await stack.queue.getJobCounts()).reduce((a, b) => a + b, 0);
+    const before = await jobs();
+    await s3.stopServer();
+    try {
+      const reply = await post(stack, 'file-echo', form({ label: 'down' }, { file: png() }));
+      expect([reply.status, reply.body.code, reply.headers.get('retry-after')]).toEqual([503, 'BLOB_STORE_UNAVAILABLE', '5']);
+      expect(reply.body.detail).toMatch(/^The blob store \(s3:\/\/nest-offload-test\/jobs\/ at http:\/\/127\.0\.0\.1:\d+\) is unavailable; nothing was queued, retry later$/);
+      expect(await jobs()).toBe(before);
+    } finally {
+      await s3.startServer();
+    }
+  });
+});
