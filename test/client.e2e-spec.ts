@@ -34,7 +34,7 @@ async function problemOf(promise: Promise<unknown>): Promise<ProblemError> {
 
 const VIEW_FIELDS = ['id', 'type', 'status', 'progress', 'result', 'error', 'cached', 'attempts', 'createdAt', 'startedAt', 'finishedAt'];
 const TYPE_FIELDS: Array<keyof JobTypeInfo> = [
-  'type', 'version', 'runsVersions', 'description', 'queue', 'priority', 'inputSchema', 'outputSchema', 'examples', 'timeoutMs', 'cacheTtlSeconds', 'maxAttempts',
+  'type', 'version', 'runsVersions', 'description', 'queue', 'priority', 'inputSchema', 'outputSchema', 'examples', 'timeoutMs', 'cacheTtlSeconds', 'startWithinMs', 'maxAttempts',
 ];
 
 describe('JobsClient', () => {
@@ -140,6 +140,14 @@ describe('JobsClient', () => {
     expect(byType.fibonacci).toMatchObject({ queue: 'default', version: 1 });
     expect(byType.spin).toMatchObject({ queue: 'heavy' });
     for (const type of types) expect(Object.keys(type).sort()).toEqual([...TYPE_FIELDS].sort());
+  });
+
+  it('sends a start deadline, and gets the expired view of a job no worker started in time', async () => {
+    // The API without a worker; before the backlog test below fills its one place.
+    const idle = new JobsClient({ baseUrl: full.url });
+    const view = await idle.submitAndWait('echo', { text: 'client-expires' }, { startWithinSeconds: 0.5, waitSeconds: 10 });
+    expect(view.status === 'expired' && view.error.code).toBe('JOB_EXPIRED');
+    expect(await problemOf(idle.submit('echo', { text: 'client-expires' }, { startWithinSeconds: 0 }))).toMatchObject({ status: 400, code: 'INVALID_HEADER' });
   });
 
   it('turns invalid input into a ProblemError naming the field; wrong input types do not compile', async () => {

@@ -31,12 +31,13 @@ describe('docker/grafana/alerts.yaml', () => {
   const groups = (readYaml('docker/grafana/alerts.yaml')[0] as { groups: RuleGroups }).groups;
   const rules = groups.flatMap((g) => g.rules);
 
-  it('alerts on a growing backlog, slow starts, a stalled event loop, failing jobs, replaced threads and Redis down', () => {
+  it('alerts on a growing backlog, slow starts, a stalled event loop, failing or expiring jobs, replaced threads and Redis down', () => {
     expect(rules.map((r) => r.alert).sort()).toEqual(
       [
         'NestOffloadBacklogGrowing',
         'NestOffloadCacheRedisDown',
         'NestOffloadEventLoopDelayHigh',
+        'NestOffloadJobsExpiring',
         'NestOffloadJobsFailing',
         'NestOffloadRedisDown',
         'NestOffloadThreadsReplaced',

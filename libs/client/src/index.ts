@@ -1,5 +1,5 @@
 export { JobsClient } from './jobs-client';
-export type { CallOptions, JobRef, JobsClientOptions, WaitOptions } from './jobs-client';
+export type { CallOptions, JobRef, JobsClientOptions, SubmitOptions, WaitOptions } from './jobs-client';
 export type { JobEvent, JobStatus, JobTypeInfo, JobView } from './job-view';
 export { ProblemError } from './problem-error';
 export type { FieldError } from './problem-error';

@@ -26,7 +26,7 @@ export type JobView<N extends JobName = JobName> = N extends JobName
   ?
       | (JobViewFields<N> & { status: 'queued' | 'active' })
       | (JobViewFields<N> & { status: 'completed'; result: OutputOf<N> })
-      | (JobViewFields<N> & { status: 'failed' | 'cancelled'; error: JobFailure })
+      | (JobViewFields<N> & { status: 'failed' | 'cancelled' | 'expired'; error: JobFailure })
   : never;
 
 export type JobStatus = JobView['status'];
@@ -35,7 +35,7 @@ export type JobStatus = JobView['status'];
 export type JobEvent<N extends JobName = JobName> =
   | { event: 'progress'; progress: number }
   | { event: 'completed'; job: Extract<JobView<N>, { status: 'completed' }> }
-  | { event: 'failed' | 'cancelled'; job: Extract<JobView<N>, { status: 'failed' | 'cancelled' }> };
+  | { event: 'failed' | 'cancelled' | 'expired'; job: Extract<JobView<N>, { status: 'failed' | 'cancelled' | 'expired' }> };
 
 /** One entry of `GET /v1/job-types`. */
 export interface JobTypeInfo {
@@ -55,5 +55,7 @@ export interface JobTypeInfo {
   examples: unknown[];
   timeoutMs: number;
   cacheTtlSeconds: number;
+  /** Its jobs' default start deadline, or null: none. */
+  startWithinMs: number | null;
   maxAttempts: number;
 }

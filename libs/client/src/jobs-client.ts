@@ -26,12 +26,17 @@ export interface CallOptions {
   timeoutMs?: number;
 }
 
-export interface WaitOptions extends CallOptions {
+export interface SubmitOptions extends CallOptions {
+  /** A start deadline (`Start-Within`): still queued this many seconds after submission, the job ends `expired` unrun. */
+  startWithinSeconds?: number;
+}
+
+export interface WaitOptions extends SubmitOptions {
   /** How long the API may hold the request for the job to finish (`Prefer: wait`; 30 s, and capped by its MAX_WAIT_SECONDS). */
   waitSeconds?: number;
 }
 
-const FINAL_EVENTS = new Set(['completed', 'failed', 'cancelled']);
+const FINAL_EVENTS = new Set(['completed', 'failed', 'cancelled', 'expired']);
 /** Pause before reopening an event stream that a replica closed without a final event (it was shutting down). */
 const RECONNECT_MS = 250;
 
@@ -55,18 +60,18 @@ export class JobsClient {
   }
 
   /** Submits a job: the completed view on a cache hit, else the queued (or joined) job's view. */
-  async submit<N extends JobName>(type: N, input: SubmissionOf<N>, options: CallOptions = {}): Promise<JobView<N>> {
-    return this.json<JobView<N>>('POST', `/v1/jobs/${encodeURIComponent(type)}`, options, { body: input });
+  async submit<N extends JobName>(type: N, input: SubmissionOf<N>, options: SubmitOptions = {}): Promise<JobView<N>> {
+    return this.json<JobView<N>>('POST', `/v1/jobs/${encodeURIComponent(type)}`, options, { body: input, headers: submitHeaders(options) });
   }
 
   /**
    * Submits a job and lets the API hold the answer until it finishes or `waitSeconds` pass: the final
-   * view (completed, failed or cancelled) when it finished in time, else its current one.
+   * view (completed, failed, cancelled or expired) when it finished in time, else its current one.
    */
   async submitAndWait<N extends JobName>(type: N, input: SubmissionOf<N>, options: WaitOptions = {}): Promise<JobView<N>> {
     const waitSeconds = options.waitSeconds ?? 30;
     const timeoutMs = options.timeoutMs ?? this.timeoutMs + waitSeconds * 1000;
-    return this.json<JobView<N>>('POST', `/v1/jobs/${encodeURIComponent(type)}`, { ...options, timeoutMs }, { body: input, prefer: `wait=${waitSeconds}` });
+    return this.json<JobView<N>>('POST', `/v1/jobs/${encodeURIComponent(type)}`, { ...options, timeoutMs }, { body: input, headers: { ...submitHeaders(options), prefer: `wait=${waitSeconds}` } });
   }
 
   /** The job's current view; given a view (or `{id, type}`) rather than an id, typed by its job type. */
@@ -120,10 +125,9 @@ export class JobsClient {
     }
   }
 
-  private async json<T>(method: string, path: string, options: CallOptions, extra: { body?: unknown; prefer?: string } = {}): Promise<T> {
+  private async json<T>(method: string, path: string, options: CallOptions, extra: { body?: unknown; headers?: Record<string, string> } = {}): Promise<T> {
     const call = this.callOf(options);
-    const headers: Record<string, string> = { accept: 'application/json' };
-    if (extra.prefer) headers.prefer = extra.prefer;
+    const headers: Record<string, string> = { accept: 'application/json', ...extra.headers };
     const res = await this.send(method, path, call, headers, extra.body === undefined ? undefined : JSON.stringify(extra.body));
     return (await res.json()) as T;
   }
@@ -148,6 +152,11 @@ export class JobsClient {
     const signals = [options.signal, inner, timeoutMs > 0 ? AbortSignal.timeout(timeoutMs) : undefined].filter((s) => s !== undefined);
     return { signal: AbortSignal.any(signals), deadline: timeoutMs > 0 ? Date.now() + timeoutMs : Infinity };
   }
+}
+
+/** The headers of a submission's options. */
+function submitHeaders(options: SubmitOptions): Record<string, string> {
+  return options.startWithinSeconds === undefined ? {} : { 'start-within': String(options.startWithinSeconds) };
 }
 
 /** A job by id, or by its view (or `{id, type}`), which types what comes back. */

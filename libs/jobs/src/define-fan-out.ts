@@ -26,6 +26,8 @@ export function defineFanOut<const Name extends string, In extends z.ZodType, Ou
   /** Caps `split` and `merge` each; every child has its own type's timeout. */
   timeoutMs: number;
   cacheTtlSeconds: number;
+  /** The start deadline of the fan-out job itself; its chunks, added once it runs, have none. */
+  startWithinMs?: number;
   /** `all` by default; its children share as their own type declares, under the same caller. */
   share?: JobShare;
   retry?: Partial<RetryPolicy>;

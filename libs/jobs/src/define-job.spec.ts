@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { defineFanOut, MAX_CHUNKS } from './define-fan-out';
-import { DEFAULT_QUEUE, defineJob, INLINE_MAX_TIMEOUT_MS, knownVersions, previousVersion, runnerOf, SILENT_LOG } from './define-job';
+import { DEFAULT_QUEUE, defineJob, INLINE_MAX_TIMEOUT_MS, knownVersions, MAX_START_WITHIN_MS, previousVersion, runnerOf, SILENT_LOG } from './define-job';
 import { JobRegistry } from './registry';
 
 const ctx = { attempt: 1, progress: () => undefined, log: SILENT_LOG };
@@ -21,6 +21,15 @@ describe('defineJob: queues, priorities and versions', () => {
     expect(() => defineJob({ ...base, name: 'a', previousVersions: [{ version: 3 }], run })).toThrow(/below version/);
     expect(() => defineJob({ ...base, name: 'a', previousVersions: [{ version: 1 }, { version: 1 }], run })).toThrow(/repeat/);
     expect(() => defineJob({ ...base, name: 'a', previousVersions: [{ version: 1, input: z.null() }], run })).toThrow(/both input and run/);
+  });
+
+  it('keeps a start deadline of 1 ms to a week, and refuses any other', () => {
+    const run = () => 1;
+    expect(defineJob({ ...base, name: 'a', run }).startWithinMs).toBeUndefined();
+    expect(defineJob({ ...base, name: 'a', startWithinMs: 30_000, run }).startWithinMs).toBe(30_000);
+    for (const startWithinMs of [0, -1, 1.5, MAX_START_WITHIN_MS + 1]) {
+      expect(() => defineJob({ ...base, name: 'a', startWithinMs, run })).toThrow(/startWithinMs must be an integer/);
+    }
   });
 
   it('runs on a pool thread unless declared inline, and takes an inline type only with a timeout of at most INLINE_MAX_TIMEOUT_MS', () => {

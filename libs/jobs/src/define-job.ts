@@ -101,6 +101,12 @@ export interface JobDefinition<Name extends string = string, In = any, Out = any
   /** How long a completed result is served from the Redis cache; 0 disables caching. */
   readonly cacheTtlSeconds: number;
   /**
+   * The default start deadline of its jobs: one still waiting this long after its submission never
+   * runs and ends `expired` (a `Start-Within` header overrides it; docs/api.md#start-deadlines).
+   * Undefined: jobs wait as long as it takes.
+   */
+  readonly startWithinMs?: number;
+  /**
    * Who shares this type's runs and results: `all` callers (identical inputs from any API key join
    * one run and one cached result), or only the same `caller` (its key's name scopes the content key,
    * so single flight and the cache never answer one key with another's work). Choose `caller` when
@@ -184,6 +190,11 @@ export const SCHEDULE_NAME = /^[a-z][a-z0-9-]{0,62}$/;
 export const FILE_NAME = /^[a-z][a-z0-9_]{0,62}$/;
 /** The largest file a type may accept: the largest object S3 copies in one request (a stored upload is copied to its hash). */
 export const MAX_FILE_BYTES = 5 * 1024 ** 3;
+/**
+ * The longest start deadline, declared or asked for (`Start-Within` is capped at it): a week, as
+ * long as a queued job's owners are kept.
+ */
+export const MAX_START_WITHIN_MS = 7 * 24 * 3600 * 1000;
 /** The shortest interval a schedule may declare. */
 export const MIN_SCHEDULE_EVERY_MS = 1000;
 /** The longest `timeoutMs` an inline type may declare: it blocks the worker's event loop that long. */
@@ -201,6 +212,7 @@ export function defineJob<const Name extends string, In extends z.ZodType, Out e
   output: Out;
   timeoutMs: number;
   cacheTtlSeconds: number;
+  startWithinMs?: number;
   /** `all` by default. */
   share?: JobShare;
   retry?: Partial<RetryPolicy>;
@@ -226,6 +238,8 @@ export function defineJob<const Name extends string, In extends z.ZodType, Out e
     !(Number.isInteger(def.version) && def.version > 0) && 'version must be a positive integer',
     !(Number.isInteger(def.timeoutMs) && def.timeoutMs > 0) && 'timeoutMs must be a positive integer',
     !(Number.isInteger(def.cacheTtlSeconds) && def.cacheTtlSeconds >= 0) && 'cacheTtlSeconds must be >= 0',
+    def.startWithinMs !== undefined && !(Number.isInteger(def.startWithinMs) && def.startWithinMs > 0 && def.startWithinMs <= MAX_START_WITHIN_MS) &&
+      `startWithinMs must be an integer from 1 to ${MAX_START_WITHIN_MS}`,
     def.retry?.attempts !== undefined && !(def.retry.attempts >= 1) && 'retry.attempts must be >= 1',
     def.queue !== undefined && !QUEUE_NAME.test(def.queue) && `queue must match ${QUEUE_NAME}`,
     def.share !== undefined && def.share !== 'all' && def.share !== 'caller' && "share must be 'all' or 'caller'",

@@ -20,6 +20,8 @@ const FAILURES = {
   JOB_REJECTED: { retried: false },
   /** A fan-out job's child failed for good; the rest of its children were cancelled. */
   JOB_CHILD_FAILED: { retried: false },
+  /** Not started by its start deadline (`Start-Within`, `startWithinMs`): it never ran. */
+  JOB_EXPIRED: { retried: false },
   /** Moved to failed by BullMQ itself (e.g. stalled too many times): BullMQ has given up on it. */
   JOB_LOST: { retried: false },
 } as const satisfies Record<string, { readonly retried: boolean }>;

@@ -12,6 +12,8 @@ export const METRICS = {
   redisConnected: 'nest_offload_redis_connected',
   /** prom-client's default: p99 of the event loop's delay, sampled since the last scrape. */
   eventLoopLagP99: 'nest_offload_nodejs_eventloop_lag_p99_seconds',
+  /** Counter {type}: jobs that ended expired (not started by their start deadline): the API's removed while queued, a worker's found late at pickup. */
+  jobsExpired: 'nest_offload_jobs_expired_total',
 
   // API
   /** Counter {type, outcome}: outcome is cached, joined, queued or rejected. */

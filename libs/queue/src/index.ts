@@ -7,3 +7,4 @@ export type { QueueKeys } from './queue.keys';
 export { flagCancelled, stopChildren } from './children';
 export { NOTICE_RESULT_MAX, noticeChannel, NOTIFY, watchersKey } from './job-notices';
 export type { JobNotice, JobRecord } from './job-notices';
+export { extendDeadline, NO_DEADLINE, pastDeadline, POP_DUE, startDeadlinesKey } from './start-deadlines';

@@ -23,6 +23,11 @@ export interface JobData {
   /** Request id of the submission, so the worker's log lines for this job carry it. */
   requestId?: string;
   /**
+   * The start deadline its submission set (epoch ms). A worker that picks the job up later asks its
+   * queue's deadline set whether a joined submission raised it (see start-deadlines.ts).
+   */
+  startBy?: number;
+  /**
    * A job a declared schedule made: its scheduler (`<type>:<name>`) and a fingerprint of the
    * declaration, so the API re-registers a schedule only when its declaration changed.
    */

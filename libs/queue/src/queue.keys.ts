@@ -73,7 +73,10 @@ export function queueKeys(prefix: string) {
   return {
     /** Pub/sub channel on which the API asks whichever worker runs a job to abort it. */
     cancelChannel: `${prefix}:cancel`,
-    /** The view of a job cancelled while still queued (BullMQ removes the job itself). */
+    /**
+     * The view of a job that ended while still queued, cancelled or expired (BullMQ removes the job
+     * itself). why the name: it held cancelled views first, and a rolling update keeps finding them.
+     */
     cancelledView: (jobId: string) => `${prefix}:cancelled:${jobId}`,
     /**
      * Set of the callers (scopes) that submitted or joined a job: with API keys, only they may read,

@@ -9,6 +9,7 @@ import { Problem } from '../http/problem';
 import { ServerTiming } from '../http/server-timing';
 import { isFinal, JobView } from '../jobs/job-view';
 import { parsePreferWait } from '../jobs/prefer-wait';
+import { parseStartWithin } from '../jobs/start-within';
 import { SubmitHooks } from '../jobs/submit-hooks';
 import { callerOf } from '../security/caller';
 import { BatchService } from './batch.service';
@@ -76,7 +77,7 @@ export class BatchController {
     const entries = await this.batches.submit(type, body, {
       scope: caller.scope,
       waitSeconds: parsePreferWait(prefer, this.config.maxWaitSeconds),
-      submission: { requestId: req.id },
+      submission: { requestId: req.id, startWithinMs: parseStartWithin(req.headers['start-within']) },
       timing,
       idempotency: idempotency.keyOf(req.headers['idempotency-key'], caller.scope),
       caller,

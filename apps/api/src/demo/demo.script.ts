@@ -135,7 +135,7 @@ export const DEMO_SCRIPT = String.raw`
           .then(function (r) { return r.json(); })
           .then(function (view) {
             if (view.status === 'completed') resolve(true);
-            else if (view.status === 'failed' || view.status === 'cancelled') resolve(false);
+            else if (view.status === 'failed' || view.status === 'cancelled' || view.status === 'expired') resolve(false);
             else setTimeout(check, POLL_MS);
           })
           .catch(function () { resolve(false); });

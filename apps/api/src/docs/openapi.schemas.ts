@@ -37,7 +37,7 @@ export const COMMON_SCHEMAS: Record<string, JsonSchema> = {
   },
   JobTypeView: {
     type: 'object',
-    required: ['type', 'version', 'runsVersions', 'description', 'queue', 'priority', 'inputSchema', 'outputSchema', 'examples', 'timeoutMs', 'cacheTtlSeconds', 'maxAttempts'],
+    required: ['type', 'version', 'runsVersions', 'description', 'queue', 'priority', 'inputSchema', 'outputSchema', 'examples', 'timeoutMs', 'cacheTtlSeconds', 'startWithinMs', 'maxAttempts'],
     properties: {
       type: { type: 'string' },
       version: { type: 'integer', minimum: 1 },
@@ -50,6 +50,7 @@ export const COMMON_SCHEMAS: Record<string, JsonSchema> = {
       examples: { type: 'array', description: 'Request bodies that show how to call it.' },
       timeoutMs: { type: 'integer' },
       cacheTtlSeconds: { type: 'integer', minimum: 0 },
+      startWithinMs: { type: ['integer', 'null'], minimum: 1, description: 'Default start deadline of its jobs (`Start-Within` overrides it); null: none.' },
       maxAttempts: { type: 'integer', minimum: 1 },
     },
   },
@@ -78,10 +79,10 @@ export function jobViewSchema(type: JsonSchema, result: JsonSchema): JsonSchema 
     properties: {
       id: { type: 'string', description: 'A UUID; a fan-out chunk has its parent’s id with a suffix.' },
       type,
-      status: { type: 'string', enum: ['queued', 'active', 'completed', 'failed', 'cancelled'] },
+      status: { type: 'string', enum: ['queued', 'active', 'completed', 'failed', 'cancelled', 'expired'] },
       progress: { type: 'number', minimum: 0, maximum: 100, description: 'Percent, while running and once done.' },
       result: { ...result, description: 'Completed jobs only.' },
-      error: { ...schemaRef('JobFailure'), description: 'Failed and cancelled jobs only.' },
+      error: { ...schemaRef('JobFailure'), description: 'Failed, cancelled and expired jobs only.' },
       cached: { type: 'boolean', description: 'Served from the result cache.' },
       attempts: { type: 'integer', minimum: 0 },
       createdAt: timestamp,

@@ -58,9 +58,19 @@ const ApiCallbackUrl = (): MethodDecorator & ClassDecorator =>
     name: 'Callback-Url',
     required: false,
     description:
-      'When the job finishes (completed, failed or cancelled) its final view is POSTed there, signed per Standard Webhooks (`webhook-id`, `webhook-timestamp`, `webhook-signature`), at least once. The host must be in `WEBHOOK_ALLOWED_HOSTS`. E.g. `https://hooks.example.com/jobs`.',
+      'When the job finishes (completed, failed, cancelled or expired) its final view is POSTed there, signed per Standard Webhooks (`webhook-id`, `webhook-timestamp`, `webhook-signature`), at least once. The host must be in `WEBHOOK_ALLOWED_HOSTS`. E.g. `https://hooks.example.com/jobs`.',
     // why no `example`: Swagger UI would send it with every "Try it out" (a 400 where webhooks are off).
     schema: { type: 'string', format: 'uri' },
+  });
+
+/** `Start-Within: <seconds>`: a start deadline (docs/api.md#start-deadlines). */
+const ApiStartWithin = (): MethodDecorator & ClassDecorator =>
+  ApiHeader({
+    name: 'Start-Within',
+    required: false,
+    description:
+      'A start deadline, in seconds (to the millisecond, capped at a week): a job still queued that long after its submission never runs and ends `expired`. Overrides the type\'s `startWithinMs`. A submission that joins an identical job keeps it alive until its own deadline.',
+    schema: { type: 'string', pattern: '^\\d{1,9}(\\.\\d{1,3})?$' },
   });
 
 /**
@@ -74,6 +84,7 @@ const SUBMISSION_PROBLEMS: readonly ApiErrorCode[] = [
   'INVALID_IDEMPOTENCY_KEY',
   'IDEMPOTENCY_KEY_CONFLICT',
   'INVALID_CALLBACK_URL',
+  'INVALID_HEADER',
   'WEBHOOKS_DISABLED',
   'PAYLOAD_TOO_LARGE',
   'UNSUPPORTED_MEDIA_TYPE',
@@ -87,4 +98,4 @@ const SUBMISSION_PROBLEMS: readonly ApiErrorCode[] = [
  * batch), so the two cannot drift apart; `also` adds the route's own problems.
  */
 export const ApiSubmission = (...also: ApiErrorCode[]): MethodDecorator & ClassDecorator =>
-  applyDecorators(ApiPreferWait(), ApiIdempotencyKey(), ApiCallbackUrl(), ApiProblems(...SUBMISSION_PROBLEMS, ...also));
+  applyDecorators(ApiPreferWait(), ApiIdempotencyKey(), ApiCallbackUrl(), ApiStartWithin(), ApiProblems(...SUBMISSION_PROBLEMS, ...also));

@@ -21,6 +21,8 @@ export interface JobTypeView {
   examples: readonly unknown[];
   timeoutMs: number;
   cacheTtlSeconds: number;
+  /** Its jobs' default start deadline (a `Start-Within` header overrides it), or null: none. */
+  startWithinMs: number | null;
   maxAttempts: number;
 }
 
@@ -43,6 +45,7 @@ export class JobTypesController {
       examples: def.examples,
       timeoutMs: Math.min(def.timeoutMs, config.jobTimeoutMs),
       cacheTtlSeconds: def.cacheTtlSeconds,
+      startWithinMs: def.startWithinMs ?? null,
       maxAttempts: def.retry.attempts,
     }));
   }

@@ -56,7 +56,7 @@ export class JobCancels {
     if (parent) await stopChildren(parent, this.redis, this.config.redisPrefix);
     else if (QUEUED_STATES.has(state) && (await this.store.removeQueued(id, queue!))) {
       const cancelled = viewOfCancelled(current);
-      await this.store.saveCancelled(cancelled);
+      await this.store.saveRemoved(cancelled);
       // Whoever waits on it (another replica's Prefer: wait, an event stream) reads the cancelled view.
       await this.notices.settle(queue!.name, id);
       await this.owners.finished(id, this.config.jobRetentionSeconds);

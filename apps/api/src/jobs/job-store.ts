@@ -103,8 +103,8 @@ export class JobStore {
     }
   }
 
-  /** Keeps the view of a job cancelled while queued, since BullMQ no longer has it. */
-  async saveCancelled(view: JobView): Promise<void> {
+  /** Keeps the view of a job that ended while queued (cancelled, expired), since BullMQ no longer has it. */
+  async saveRemoved(view: JobView): Promise<void> {
     await this.redis.set(this.keys.cancelledView(view.id), JSON.stringify(view), 'EX', this.config.jobRetentionSeconds);
   }
 }

@@ -2,7 +2,7 @@ import type { CachedResult } from '@app/cache';
 import { JobFailure, JobFailureCode, parseFailure } from '@app/jobs';
 import type { JobRecord } from '@app/queue';
 
-export type JobStatus = 'queued' | 'active' | 'completed' | 'failed' | 'cancelled';
+export type JobStatus = 'queued' | 'active' | 'completed' | 'failed' | 'cancelled' | 'expired';
 
 /** What every job endpoint returns. Timestamps are ISO 8601. */
 export interface JobView {
@@ -21,7 +21,7 @@ export interface JobView {
 
 export type { JobRecord } from '@app/queue';
 
-const FINAL: ReadonlySet<JobStatus> = new Set(['completed', 'failed', 'cancelled']);
+const FINAL: ReadonlySet<JobStatus> = new Set(['completed', 'failed', 'cancelled', 'expired']);
 
 export const isFinal = (view: Pick<JobView, 'status'>): boolean => FINAL.has(view.status);
 
@@ -55,7 +55,7 @@ function statusOf(state: string, failure: JobFailure | undefined): JobStatus {
     case 'completed':
       return 'completed';
     case 'failed':
-      return failure?.code === JobFailureCode.JOB_CANCELLED ? 'cancelled' : 'failed';
+      return failure?.code === JobFailureCode.JOB_CANCELLED ? 'cancelled' : failure?.code === JobFailureCode.JOB_EXPIRED ? 'expired' : 'failed';
     default:
       // waiting, prioritized, delayed (a retry's backoff)
       return 'queued';
@@ -126,6 +126,11 @@ export function viewOfWithdrawn(view: JobView, now = Date.now()): JobView {
     error: { code: JobFailureCode.JOB_CANCELLED, message: 'Withdrawn: other callers that submitted the same job still wait for it, so it runs on for them' },
     finishedAt: new Date(now).toISOString(),
   };
+}
+
+/** The view of a job that was still queued at its start deadline (see JobExpiry). */
+export function viewOfExpired(view: JobView, now = Date.now()): JobView {
+  return { ...view, status: 'expired', error: { code: JobFailureCode.JOB_EXPIRED, message: 'Not started by its start deadline' }, finishedAt: new Date(now).toISOString() };
 }
 
 /** The view of a job cancelled while it was still queued. */

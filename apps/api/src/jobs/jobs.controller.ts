@@ -18,6 +18,7 @@ import { JobStream, sawFinalEvent } from './job-stream';
 import { isFinal, JobView } from './job-view';
 import { JobsService } from './jobs.service';
 import { parsePreferWait } from './prefer-wait';
+import { parseStartWithin } from './start-within';
 import { SubmitHooks } from './submit-hooks';
 
 type FileRefs = Record<string, FileRef>;
@@ -74,7 +75,7 @@ export class JobsController {
     const view = await this.jobs.submit(type, body, {
       scope,
       waitSeconds: parsePreferWait(headers.prefer, this.config.maxWaitSeconds),
-      submission: { requestId: req.id },
+      submission: { requestId: req.id, startWithinMs: parseStartWithin(headers['start-within']) },
       timing,
       idempotency: idempotency.keyOf(headers['idempotency-key'], scope),
       callbackUrl: callback,

@@ -4,6 +4,7 @@ import { Lifecycle } from '@app/health';
 import { MetricsModule } from '@app/metrics';
 import { Backlog } from './backlog';
 import { JobCancels } from './job-cancels';
+import { JobExpiry } from './job-expiry';
 import { JobNotices } from './job-notices';
 import { JobOwners } from './job-owners';
 import { JobReads } from './job-reads';
@@ -36,6 +37,7 @@ import { SubmissionMetrics } from './submission.metrics';
     JobsService,
     JobReads,
     JobCancels,
+    JobExpiry,
     QueueMetrics,
     SubmissionMetrics,
     FileIntake,

@@ -1,4 +1,5 @@
 import type { JobsOptions } from 'bullmq';
+import type { JobDefinition } from '@app/jobs';
 import { type JobData, jobOptions } from '@app/queue';
 import type { PreparedJob } from './job-input';
 
@@ -10,6 +11,14 @@ import type { PreparedJob } from './job-input';
 export interface Submission {
   /** Request id of the POST, so the worker's log lines for its jobs carry it. */
   readonly requestId?: string;
+  /** Its `Start-Within`, in ms; undefined: the type's `startWithinMs`, if any (see startDeadline). */
+  readonly startWithinMs?: number;
+}
+
+/** The start deadline (epoch ms) of the jobs a submission of `def` adds `now`, or undefined: none. */
+export function startDeadline(def: JobDefinition, submission: Submission, now = Date.now()): number | undefined {
+  const within = submission.startWithinMs ?? def.startWithinMs;
+  return within === undefined ? undefined : now + within;
 }
 
 /** A job as BullMQ's `add` and `addBulk` take it. */
@@ -19,12 +28,15 @@ export interface NewJob {
   opts: JobsOptions;
 }
 
-/** The BullMQ job for `job` with id `jobId`: the one place its data and options are decided. */
-export function newJob(job: PreparedJob, jobId: string, submission: Submission, retentionSeconds: number): NewJob {
+/**
+ * The BullMQ job for `job` with id `jobId`, to start by `startBy` (epoch ms) if set: the one place
+ * its data and options are decided.
+ */
+export function newJob(job: PreparedJob, jobId: string, submission: Submission, retentionSeconds: number, startBy?: number): NewJob {
   const { def, inputJson, key, scope, files } = job;
   return {
     name: def.name,
-    data: { inputJson, version: def.version, key, ...(scope === undefined ? {} : { scope }), ...(files && { files }), requestId: submission.requestId },
+    data: { inputJson, version: def.version, key, ...(scope === undefined ? {} : { scope }), ...(files && { files }), requestId: submission.requestId, ...(startBy === undefined ? {} : { startBy }) },
     opts: {
       jobId,
       ...jobOptions(def, retentionSeconds),

@@ -3,15 +3,18 @@ import { Inject, Injectable } from '@nestjs/common';
 import { type CachedResult, ResultCache } from '@app/cache';
 import { CONFIG, type Config } from '@app/config';
 import type { JobDefinition } from '@app/jobs';
+import { extendDeadline, NO_DEADLINE, startDeadlinesKey } from '@app/queue';
+import type { RedisClient } from '@app/redis';
 import { ApiError } from '../http/api-error';
 import type { ServerTiming } from '../http/server-timing';
 import { Backlog } from './backlog';
 import type { PreparedJob } from './job-input';
+import { JobExpiry } from './job-expiry';
 import { JobNotices, type JobWatch } from './job-notices';
 import { JobOwners } from './job-owners';
 import { iso, type JobView, viewOfCached } from './job-view';
-import { newJob, type Submission } from './new-job';
-import { JobQueues } from '../queues/queue.providers';
+import { newJob, startDeadline, type Submission } from './new-job';
+import { JobQueues, QUEUE_REDIS } from '../queues/queue.providers';
 import { ReplicaAck } from './replica-ack';
 import { SubmissionMetrics } from './submission.metrics';
 
@@ -59,6 +62,8 @@ export class SubmitPipeline {
     private readonly owners: JobOwners,
     private readonly replicas: ReplicaAck,
     private readonly metrics: SubmissionMetrics,
+    private readonly expiry: JobExpiry,
+    @Inject(QUEUE_REDIS) private readonly redis: RedisClient,
     @Inject(CONFIG) private readonly config: Config,
   ) {}
 
@@ -104,14 +109,20 @@ export class SubmitPipeline {
       throw error;
     };
     const mark = this.replicas.mark(queue);
-    // The watchers, the owners and the add leave in one write (coalesceWrites in libs/redis).
-    const registered = options.wait ? adding.map(({ id }) => this.notices.register(def.queue, id, connection)) : [];
+    // The watchers, the deadlines, the owners and the add leave in one write (coalesceWrites in libs/redis).
+    const alongside: Array<Promise<unknown>> = options.wait ? adding.map(({ id }) => this.notices.register(def.queue, id, connection)) : [];
+    const startBy = startDeadline(def, options.submission);
+    const deadlines = startDeadlinesKey(this.config.redisPrefix, def.queue);
+    if (startBy !== undefined) {
+      alongside.push(connection.zadd(deadlines, ...adding.flatMap(({ id }) => [startBy, id])));
+      this.expiry.wake(startBy);
+    }
     options.adding?.();
-    const newJobs = adding.map(({ i, id }) => newJob(jobs[i], id, options.submission, this.config.jobRetentionSeconds));
+    const newJobs = adding.map(({ i, id }) => newJob(jobs[i], id, options.submission, this.config.jobRetentionSeconds, startBy));
     const [added] = await Promise.all([
       newJobs.length === 1 ? submitter.add(newJobs[0].name, newJobs[0].data, newJobs[0].opts).then((job) => [job]) : submitter.addBulk(newJobs),
       this.owners.add(adding.map(({ id }) => id), options.scope, hits),
-      ...registered,
+      ...alongside,
     ]).catch(closeAll);
     options.timing?.mark('enqueue');
     // One WAIT covers them all: they were written on one connection, before it. A joined job too:
@@ -138,11 +149,14 @@ export class SubmitPipeline {
     });
     if (joined.length > 0) {
       // The joined jobs were added by others: this replica becomes their watcher before anyone reads
-      // them. The fresh ids it planned instead never named a job: their owner and watcher records go,
-      // in the same write (else every join left a set for 7 days).
+      // them, and keeps them wanted until its own deadline. The fresh ids it planned instead never
+      // named a job: their owner, deadline and watcher records go, in the same write (else every join
+      // left a set for 7 days).
       await Promise.all([
         this.owners.add(joined, options.scope),
         this.owners.forget(unused),
+        ...joined.map((id) => extendDeadline(this.redis, deadlines, id, startBy ?? NO_DEADLINE)),
+        ...(startBy !== undefined && unused.length > 0 ? [this.redis.zrem(deadlines, ...unused)] : []),
         ...(options.wait ? [...joined.map((id) => this.notices.register(def.queue, id)), this.notices.forget(def.queue, unused)] : []),
       ]);
     }

@@ -4,7 +4,7 @@ import { ResultCache } from '@app/cache';
 import { CONFIG, type Config } from '@app/config';
 import { CodedJobError, isRetried, JobFailureCode, JobRegistry, knownVersions, parseFailure, runnerOf } from '@app/jobs';
 import { type Logger, LOGGER } from '@app/logging';
-import { queueKeys, queuePrefix } from '@app/queue';
+import { pastDeadline, queueKeys, queuePrefix, startDeadlinesKey } from '@app/queue';
 import type { RedisClient } from '@app/redis';
 import { SPAN_ATTRIBUTES, type Tracing, TRACING } from '@app/tracing';
 import { JobPool, type RunOptions } from '../pool/job-pool';
@@ -170,6 +170,17 @@ export class JobProcessor implements OnApplicationBootstrap {
   }
 
   /**
+   * True when `job` must not run: no attempt of it has ended (a fan-out job resuming for its merge
+   * has started) and it is past its start deadline, raised by any submission that joined it (see
+   * start-deadlines.ts). why the data first: a job picked up in time costs no Redis command.
+   */
+  private async pastStartDeadline(job: QueueJob): Promise<boolean> {
+    const { startBy, chunks } = job.data;
+    if (startBy === undefined || job.attemptsMade > 0 || chunks !== undefined || Date.now() < startBy) return false;
+    return pastDeadline(this.redis, startDeadlinesKey(this.config.redisPrefix, job.queueName), job.id!);
+  }
+
+  /**
    * The error BullMQ gets for a failed attempt: a code that is never retried (see isRetried) as an
    * UnrecoverableError, so BullMQ fails the job at once; a retried one as is, for its attempts and backoff.
    */
@@ -208,6 +219,11 @@ export class JobProcessor implements OnApplicationBootstrap {
     if (this.cancels.take(job.id!) || signal.aborted) {
       if (def.fanOut && job.data.chunks !== undefined) await this.fanOut.abandon(job);
       throw refuse(JobFailureCode.JOB_CANCELLED, job.data.chunks === undefined ? 'cancelled before it started' : 'cancelled while its chunks ran');
+    }
+    if (await this.pastStartDeadline(job)) {
+      this.metrics.expired(def.name);
+      if (debug) log().debug('job expired: not started by its start deadline');
+      throw this.failure(job, new CodedJobError(JobFailureCode.JOB_EXPIRED, 'not started by its start deadline'));
     }
     // First pickups only: a handed-back job, or a fan-out job resuming for its merge, was picked up before.
     if (job.attemptsStarted <= 1 && job.data.chunks === undefined) this.metrics.waited(def.name, job.queueName, Date.now() - job.timestamp);

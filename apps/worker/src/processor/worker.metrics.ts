@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { Counter, Gauge, Registry } from 'prom-client';
+import { JobRegistry } from '@app/jobs';
 import { BoundCounter, BoundHistogram, type BoundObserver, type BoundSeries, METRICS } from '@app/metrics';
 import { JobPool, REPLACEMENT_REASONS } from '../pool/job-pool';
 
@@ -32,9 +33,18 @@ export class WorkerMetrics {
   private readonly duration: Series<BoundObserver>;
   private readonly wait: Series<BoundObserver>;
   private readonly endToEnd: Series<BoundObserver>;
+  private readonly expiredJobs = new Map<string, BoundSeries>();
   private running = 0;
 
-  constructor(registry: Registry, pool: JobPool) {
+  constructor(registry: Registry, pool: JobPool, jobs: JobRegistry) {
+    const expired = new BoundCounter({
+      name: METRICS.jobsExpired,
+      help: 'Jobs that ended expired, never started: by type (API: removed while queued; worker: found past the deadline when picked up)',
+      labelNames: ['type'],
+      registers: [registry],
+    });
+    // Every series from 0, so the API's and the workers' counts add up in a ratio from the start.
+    for (const { name: type } of jobs.list()) this.expiredJobs.set(type, expired.bind({ type }));
     const finished = new BoundCounter({
       name: METRICS.jobsFinished,
       help: 'Job attempts finished by this worker, by type and outcome (completed or a failure code)',
@@ -114,6 +124,11 @@ export class WorkerMetrics {
   /** Counts an attempt that ended before it reached the pool (rejected or cancelled while queued). */
   count(type: string, outcome: string): void {
     this.finished.of(type, outcome).inc();
+  }
+
+  /** A job picked up past its start deadline ends expired, unrun. */
+  expired(type: string): void {
+    this.expiredJobs.get(type)?.inc();
   }
 
   /** A job's first attempt starts, `ms` after it was submitted. */
