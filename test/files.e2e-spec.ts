@@ -90,11 +90,12 @@ describe('file inputs', () => {
     request(`${stack.api.url}/v1/jobs/${type}`, { method: 'POST', body, headers });
 
   describe.each(['file', 's3'] as const)('into the %s store', (kind) => {
-    it('stores the file under its SHA-256, runs the job, and keeps only a reference in the job', async () => {
+    it('stores the file under its SHA-256, its run reads it on the pool thread, and the job keeps only a reference', async () => {
       const stack = stacks[kind]!;
       const bytes = png(20_000);
       const reply = await post(stack, 'file-echo', form({ label: kind }, { file: bytes }), { prefer: 'wait=20' });
-      expect([reply.status, reply.body.status, reply.body.result]).toEqual([200, 'completed', { label: kind }]);
+      // What the run read on its pool thread (a path, or a presigned URL): the very bytes sent.
+      expect([reply.status, reply.body.status, reply.body.result]).toEqual([200, 'completed', { label: kind, bytes: bytes.length, contentType: 'image/png', sha256: sha256(bytes) }]);
       const job = await stack.queue.getJob(reply.body.id);
       expect(job!.data.files).toEqual({ file: { sha256: sha256(bytes), bytes: bytes.length, contentType: 'image/png' } });
       expect(JSON.stringify(job!.data).length).toBeLessThan(1024);

@@ -14,6 +14,7 @@ import { JobPool } from './pool/job-pool';
 import { CancelListener } from './processor/cancel.listener';
 import { FanOut } from './processor/fan-out';
 import { JobNotifier } from './processor/job-notifier';
+import { InputFiles } from './processor/input-files';
 import { JobProcessor } from './processor/job-processor';
 import { WORKER_REDIS } from './processor/worker-redis';
 import { WorkerMetrics } from './processor/worker.metrics';
@@ -60,6 +61,7 @@ export class WorkerModule {
         WorkerMetrics,
         FanOut,
         JobNotifier,
+        InputFiles,
         JobProcessor,
         CancelListener,
         {

@@ -14,6 +14,20 @@ export interface JobContext {
    * call does nothing.
    */
   readonly log: JobLogger;
+  /** The files the job takes (see JobDefinition.files), by name; undefined for a type that declares none. */
+  readonly files?: Readonly<Record<string, InputFile>>;
+}
+
+/** A file a job takes, as its run sees it on a pool thread. */
+export interface InputFile {
+  readonly sha256: string;
+  readonly bytes: number;
+  /** What its first bytes say it is: one of the types its declaration accepts. */
+  readonly contentType: string;
+  /** A path to open, when the blob store is a directory on this machine; undefined for S3. */
+  readonly path?: string;
+  /** Its bytes, read into this thread from the store (the file, or S3 by a presigned URL): never through the worker's event loop. */
+  read(): Promise<Uint8Array>;
 }
 
 /** A log call: a message, or fields (JSON-serializable; an `err` Error keeps its message and stack) and a message. */

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { defineJob } from './define-job';
 
@@ -5,18 +6,22 @@ import { defineJob } from './define-job';
 export const FILE_ECHO_MAX_BYTES = 64 * 1024;
 
 /**
- * Takes one file and returns its input: the tests' file-taking type (multipart intake, content
+ * Takes one file and returns its input with what its run read of the file: the tests' file-taking type (multipart intake, content
  * addressing, limits), so no test depends on an example someone may remove. Registered, like echo,
  * only with CHAOS_JOBS=true. No examples: its submissions are multipart, with a file.
  */
 export const fileEcho = defineJob({
   name: 'file-echo',
   version: 1,
-  description: `Test job: takes a file \`file\` (PNG, GIF or PDF, at most ${FILE_ECHO_MAX_BYTES} bytes) and returns its input (\`label\`).`,
+  description: `Test job: takes a file \`file\` (PNG, GIF or PDF, at most ${FILE_ECHO_MAX_BYTES} bytes) and returns its input (\`label\`) with the file's size, type and SHA-256 as its run read them.`,
   input: z.strictObject({ label: z.string().max(100).default('') }),
-  output: z.object({ label: z.string() }),
+  output: z.object({ label: z.string(), bytes: z.int(), contentType: z.string(), sha256: z.string() }),
   files: { file: { maxBytes: FILE_ECHO_MAX_BYTES, accept: ['image/png', 'image/gif', 'application/pdf'] } },
   timeoutMs: 30_000,
   cacheTtlSeconds: 3600,
-  run: (input) => input,
+  run: async ({ label }, ctx) => {
+    const file = ctx.files!.file;
+    const bytes = await file.read();
+    return { label, bytes: bytes.length, contentType: file.contentType, sha256: createHash('sha256').update(bytes).digest('hex') };
+  },
 });

@@ -3,7 +3,7 @@ export { defineFanOut, MAX_CHUNKS } from './define-fan-out';
 export { FILE_TYPES, sniff, SNIFF_BYTES } from './file-types';
 export type { FileType } from './file-types';
 export { DEFAULT_QUEUE, defineJob, DEPLOYED_QUEUES, FILE_NAME, MAX_FILE_BYTES, INLINE_MAX_TIMEOUT_MS, knownVersions, MAX_START_WITHIN_MS, MIN_SCHEDULE_EVERY_MS, previousVersion, QUEUE_NAME, runnerOf, SCHEDULE_NAME, SILENT_LOG } from './define-job';
-export type { FanOut, FileInput, JobContext, JobDefinition, JobLogFn, JobLogger, JobRunner, JobSchedule, JobShare, PreviousVersion, RetryPolicy } from './define-job';
+export type { FanOut, FileInput, InputFile, JobContext, JobDefinition, JobLogFn, JobLogger, JobRunner, JobSchedule, JobShare, PreviousVersion, RetryPolicy } from './define-job';
 export { CodedJobError, formatFailure, isRetried, JobFailureCode, parseFailure } from './job-failure';
 export type { JobFailure } from './job-failure';
 export { allJobs, coreJobs, JobRegistry } from './registry';

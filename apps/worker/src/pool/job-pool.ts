@@ -3,14 +3,13 @@ import { join } from 'node:path';
 import { BroadcastChannel } from 'node:worker_threads';
 import { Inject, Injectable, OnApplicationShutdown, Optional } from '@nestjs/common';
 import Piscina from 'piscina';
-import type { FileRef } from '@app/blobs';
 import { CONFIG, type Config } from '@app/config';
 import { CodedJobError, JobFailureCode } from '@app/jobs';
 import { type Logger, LOGGER } from '@app/logging';
 import { SPAN_ATTRIBUTES, type SpanAttributeValue, type Tracing, TRACING } from '@app/tracing';
 import { runTask } from './thread-task';
 import { LOG_BURST, LOG_LEVELS, LOG_PER_SECOND, type LogLevelName } from './thread-log';
-import type { ChannelMessage, LogMessage, ThreadData, ThreadResult, ThreadStep, ThreadTask } from './thread-protocol';
+import type { ChannelMessage, LogMessage, ThreadData, ThreadFile, ThreadResult, ThreadStep, ThreadTask } from './thread-protocol';
 import { schedIdleUnavailable } from './thread-sched';
 import { nowMs, startSpan } from './thread-span';
 
@@ -22,8 +21,8 @@ export interface RunOptions {
   partsJson?: string;
   /** The caller's scope of a `share: 'caller'` job (see JobData.scope). */
   scope?: string;
-  /** The files the job takes (see JobData.files): part of its content key. */
-  files?: Record<string, FileRef>;
+  /** The files the job takes, and where its thread reads them (see InputFiles). */
+  files?: Record<string, ThreadFile>;
   /** Aborting terminates the thread running the job; `run` then rejects with `signal.reason`. */
   signal: AbortSignal;
   onProgress(percent: number): void;

@@ -14,6 +14,13 @@ export interface PlannedChild {
   key: string;
 }
 
+/**
+ * A file a job takes, as the worker's main thread hands it over: its reference, and where the pool
+ * thread reads it (a path in a file store, a short-lived presigned URL in S3). why not its bytes:
+ * they would be copied through the main thread's heap and postMessage.
+ */
+export type ThreadFile = FileRef & { path?: string; url?: string };
+
 /** What the worker's main thread sends a pool thread. */
 export interface ThreadTask {
   step: ThreadStep;
@@ -26,8 +33,8 @@ export interface ThreadTask {
   inputJson: string;
   /** The caller's scope of a `share: 'caller'` job: part of its content key and its children's. */
   scope?: string;
-  /** The files the job takes, by name (references to the blob store): their hashes are part of its content key. */
-  files?: Record<string, FileRef>;
+  /** The files the job takes, by name: their hashes are part of its content key; the thread reads them itself. */
+  files?: Record<string, ThreadFile>;
   attempt: number;
   partsJson?: string;
   /** With tracing on: the parent of this task's span (W3C traceparent) and attributes for it. */

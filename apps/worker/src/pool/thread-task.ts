@@ -1,6 +1,7 @@
-import { allJobs, canonicalJson, contentKey, JobDefinition, JobFailureCode, type JobLogger, JobRegistry, runnerOf } from '@app/jobs';
+import { readFile } from 'node:fs/promises';
+import { allJobs, canonicalJson, contentKey, type InputFile, JobDefinition, JobFailureCode, type JobLogger, JobRegistry, runnerOf } from '@app/jobs';
 import { TaskLog } from './thread-log';
-import type { ChannelMessage, PlannedChild, ProgressMessage, ThreadResult, ThreadTask } from './thread-protocol';
+import type { ChannelMessage, PlannedChild, ProgressMessage, ThreadFile, ThreadResult, ThreadTask } from './thread-protocol';
 import { startSpan } from './thread-span';
 
 const registry = new JobRegistry(allJobs);
@@ -45,6 +46,7 @@ async function execute({ step, taskId, name, version, inputJson, scope, files, a
       if (value !== last) post({ taskId, percent: (last = value) } satisfies ProgressMessage);
     },
     log,
+    ...(files && { files: Object.fromEntries(Object.entries(files).map(([file, ref]) => [file, inputFile(ref)])) }),
   };
   try {
     if (step === 'split') return { ok: true, value: split(def, parsed.data, scope), key };
@@ -64,6 +66,19 @@ function split(def: JobDefinition, input: unknown, scope: string | undefined): P
     const inputJson = canonicalJson(parsed.data);
     return { inputJson, key: contentKey(child, inputJson, scope) };
   });
+}
+
+/** A file as `run` sees it: read on this thread, from its path or its presigned URL. */
+function inputFile({ sha256, bytes, contentType, path, url }: ThreadFile): InputFile {
+  const read = async (): Promise<Uint8Array> => {
+    const data = path ? await readFile(path) : await fetch(url!).then(async (res) => {
+      if (!res.ok) throw new Error(`the blob store answered ${res.status} for input file ${sha256}`);
+      return new Uint8Array(await res.arrayBuffer());
+    });
+    if (data.length !== bytes) throw new Error(`input file ${sha256} has ${data.length} bytes in the blob store, not ${bytes}`);
+    return data;
+  };
+  return { sha256, bytes, contentType, ...(path && { path }), read };
 }
 
 function safeParse(json: string): unknown {

@@ -10,6 +10,7 @@ import { SPAN_ATTRIBUTES, type Tracing, TRACING } from '@app/tracing';
 import { JobPool, type RunOptions } from '../pool/job-pool';
 import { CancelRequests } from './cancel-requests';
 import { FanOut } from './fan-out';
+import { InputFiles } from './input-files';
 import { JobNotifier } from './job-notifier';
 import { type QueueJob, SlotWorker } from './slot-worker';
 import { Slots } from './slots';
@@ -79,6 +80,7 @@ export class JobProcessor implements OnApplicationBootstrap {
     private readonly metrics: WorkerMetrics,
     private readonly fanOut: FanOut,
     private readonly notifier: JobNotifier,
+    private readonly inputFiles: InputFiles,
     @Inject(WORKER_REDIS) private readonly redis: RedisClient,
     @Inject(CONFIG) private readonly config: Config,
     @Inject(LOGGER) private readonly rootLogger: Logger,
@@ -256,7 +258,8 @@ export class JobProcessor implements OnApplicationBootstrap {
       const options: RunOptions = {
         attempt: job.attemptsMade + 1,
         scope: job.data.scope,
-        files: job.data.files,
+        // A store that fails here fails the attempt, which retries: the files stay where they are.
+        ...(job.data.files && { files: await this.inputFiles.forThread(job.data.files, timeoutMs) }),
         signal: stop?.signal ?? signal,
         onProgress,
         log: () => this.rootLogger.child({ context: 'job', ...fields }),
