@@ -34,9 +34,9 @@ export default [
             {
               // why piscina: it is the host that runs this file; its `workerData` is how the pool configures a thread.
               // why type imports pass: they are erased, so nothing more is loaded into the thread.
-              regex: '^(?!node:|@app/jobs$|piscina$|\\./thread-)',
+              regex: '^(?!node:|@app/(jobs|blobs)$|piscina$|\\./thread-)',
               allowTypeImports: true,
-              message: 'The pool thread imports only @app/jobs, node: built-ins, piscina and its thread-* siblings: no Nest, Redis or OpenTelemetry in the thread.',
+              message: 'The pool thread imports only @app/jobs, @app/blobs, node: built-ins, piscina and its thread-* siblings: no Nest, Redis or OpenTelemetry in the thread.',
             },
           ],
         },
@@ -49,6 +49,27 @@ export default [
       '@typescript-eslint/no-restricted-imports': [
         'error',
         { patterns: [{ regex: '(^|/)apps(/|$)', message: 'libs never import apps: move what both need into a lib.' }] },
+      ],
+    },
+  },
+  {
+    // Pool threads load libs/blobs to read and write job files (see thread.ts): nothing in it may load Nest.
+    files: ['libs/blobs/src/**/*.ts'],
+    ignores: ['**/*.spec.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            { regex: '(^|/)apps(/|$)', message: 'libs never import apps: move what both need into a lib.' },
+            {
+              // why type imports pass: they are erased (BlobTarget from @app/config, whose index loads Nest).
+              regex: '^(@nestjs/|@app/)',
+              allowTypeImports: true,
+              message: 'libs/blobs is loaded by pool threads: no Nest, and other @app libs for types only.',
+            },
+          ],
+        },
       ],
     },
   },

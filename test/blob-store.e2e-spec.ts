@@ -4,8 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { buffer } from 'node:stream/consumers';
-import { type BlobStore, checkBlobStore, checkConfiguredBlobStore, isBlobStoreError, openBlobStore } from '@app/blobs';
-import { blobTargetOf, ConfigError } from '@app/config';
+import { type BlobStore, blobStoreProblem, isBlobStoreError, openBlobStore, openConfiguredBlobStore } from '@app/blobs';
+import { blobTargetOf } from '@app/config';
 import { S3_CREDENTIALS, S3Server } from './support/s3-server';
 
 const keysOf = async (store: BlobStore, prefix?: string) => {
@@ -125,7 +125,7 @@ describe('blob stores', () => {
     });
 
     it('passes the start-up check', async () => {
-      await checkBlobStore(store(), 0);
+      expect(await blobStoreProblem(store(), 0)).toBeUndefined();
       expect(await keysOf(store())).toEqual([]);
     });
 
@@ -136,33 +136,33 @@ describe('blob stores', () => {
 
   it('checks a file store whose directory does not exist yet without making it, and refuses one it could not make', async () => {
     const later = join(dir, 'not', 'yet');
-    await checkConfiguredBlobStore({ blobStore: { kind: 'file', dir: later } }, []);
+    const opened = await openConfiguredBlobStore({ kind: 'file', dir: later }, []);
+    expect('store' in opened && opened.store?.name).toBe(`file://${later}`);
     expect(existsSync(join(dir, 'not'))).toBe(false);
     writeFileSync(join(dir, 'a-file'), '');
-    const problem = await checkConfiguredBlobStore({ blobStore: { kind: 'file', dir: join(dir, 'a-file', 'blobs') } }, [], 0).catch((e: unknown) => e);
-    expect((problem as ConfigError).problems).toEqual([`BLOB_STORE_URL: the store (file://${dir}/a-file/blobs) is not reachable and writable: ${dir}/a-file is not a directory`]);
+    expect(await openConfiguredBlobStore({ kind: 'file', dir: join(dir, 'a-file', 'blobs') }, [], 0)).toEqual({
+      problem: `BLOB_STORE_URL: the store (file://${dir}/a-file/blobs) is not reachable and writable: ${dir}/a-file is not a directory`,
+    });
     rmSync(join(dir, 'a-file'));
   });
 
   it('requires a store when a registered type takes or returns files, and only then', async () => {
-    await checkConfiguredBlobStore({ blobStore: undefined }, []);
-    await expect(checkConfiguredBlobStore({ blobStore: undefined }, ['thumbnail'])).rejects.toThrow(
-      'BLOB_STORE_URL: required when NODE_ENV=production, for the job types that take or return files (thumbnail)',
-    );
+    expect(await openConfiguredBlobStore(undefined, [])).toEqual({ store: null });
+    expect(await openConfiguredBlobStore(undefined, ['thumbnail'])).toEqual({
+      problem: expect.stringContaining('BLOB_STORE_URL: required when NODE_ENV=production, for the job types that take or return files (thumbnail)'),
+    });
   });
 
   it('names BLOB_STORE_URL when the bucket is missing or the store does not answer, and calls a failure a store error', async () => {
     const missing = openBlobStore(blobTargetOf(s3.url().replace(s3.bucket, 'no-such-bucket')) as never);
-    const problem = await checkBlobStore(missing, 0).catch((e: unknown) => e);
-    expect(problem).toBeInstanceOf(ConfigError);
-    expect((problem as ConfigError).problems[0]).toMatch(/^BLOB_STORE_URL: the store \(s3:\/\/no-such-bucket\/ at http:\/\/127\.0\.0\.1:\d+\) is not reachable and writable/);
+    expect(await blobStoreProblem(missing, 0)).toMatch(/^BLOB_STORE_URL: the store \(s3:\/\/no-such-bucket\/ at http:\/\/127\.0\.0\.1:\d+\) is not reachable and writable/);
     missing.close();
 
     await s3.stopServer();
     try {
       const failure = await stores.s3.write('uploads/x', Buffer.from('x')).catch((e: unknown) => e);
       expect(isBlobStoreError(failure)).toBe(true);
-      await expect(checkBlobStore(stores.s3, 0)).rejects.toThrow('BLOB_STORE_URL: the store');
+      expect(await blobStoreProblem(stores.s3, 0)).toContain('BLOB_STORE_URL: the store');
     } finally {
       await s3.startServer();
     }

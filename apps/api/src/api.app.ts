@@ -2,9 +2,9 @@ import { DynamicModule } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { Registry } from 'prom-client';
-import { checkConfiguredBlobStore } from '@app/blobs';
+import { openConfiguredBlobStore } from '@app/blobs';
 import { CACHE_REDIS } from '@app/cache';
-import type { Config } from '@app/config';
+import { type Config, ConfigError } from '@app/config';
 import { Lifecycle } from '@app/health';
 import { JobRegistry } from '@app/jobs';
 import { createLogger, NestPinoLogger, QUIET_PATHS, registerRequestLog } from '@app/logging';
@@ -32,10 +32,11 @@ export async function createApi(config: Config, root: (api: DynamicModule) => Dy
   // why before anything connects: refused credentials, an untrusted certificate or a wrong Sentinel
   // set or seed list stop start-up here, naming the variable; a Redis that is merely down does not.
   await checkRedisTargets(config.queueRedis, config.cacheRedis);
-  await checkConfiguredBlobStore(config, JobRegistry.forConfig(config).fileTypes());
+  const blobs = await openConfiguredBlobStore(config.blobStore, JobRegistry.forConfig(config).fileTypes());
+  if ('problem' in blobs) throw new ConfigError([blobs.problem]);
   const pino = createLogger(config, 'api');
   const logger = new NestPinoLogger(pino);
-  const app = await NestFactory.create<NestFastifyApplication>(root(ApiModule.forRoot(config, pino)), createAdapter(config), {
+  const app = await NestFactory.create<NestFastifyApplication>(root(ApiModule.forRoot(config, pino, blobs.store)), createAdapter(config), {
     logger,
     bodyParser: false,
   });
@@ -58,6 +59,7 @@ export async function createApi(config: Config, root: (api: DynamicModule) => Dy
       process.exit(1);
     }, config.shutdownTimeoutMs).unref();
     await app.close();
+    blobs.store?.close();
     logger.log('HTTP server and Redis connections closed; exiting', 'Shutdown');
     process.exit(0);
   };

@@ -1,6 +1,6 @@
 import { DynamicModule, Inject, MiddlewareConsumer, Module, NestModule, RequestMethod } from '@nestjs/common';
 import { APP_FILTER, DiscoveryModule } from '@nestjs/core';
-import { BlobsModule } from '@app/blobs';
+import type { BlobStore } from '@app/blobs';
 import { CACHE_REDIS, CacheModule } from '@app/cache';
 import { CONFIG, Config, ConfigModule } from '@app/config';
 import { HEALTH_INDICATORS, HealthController, HealthIndicator } from '@app/health';
@@ -13,6 +13,7 @@ import { pingRedis, type RedisClient, RedisModule } from '@app/redis';
 import { TracingModule } from '@app/tracing';
 import { BatchModule } from './batch/batch.module';
 import { DemoModule } from './demo/demo.module';
+import { FilesModule } from './files/files.module';
 import { ApiDocsModule } from './docs/api-docs.module';
 import { ProblemFilter } from './http/problem.filter';
 import { IdempotencyModule } from './idempotency/idempotency.module';
@@ -33,7 +34,8 @@ import { WebhooksModule } from './webhooks/webhooks.module';
  */
 @Module({})
 export class ApiModule implements NestModule {
-  static forRoot(config: Config, logger: Logger): DynamicModule {
+  /** `blobs`: the store start-up opened and checked (see openConfiguredBlobStore), or null without one. */
+  static forRoot(config: Config, logger: Logger, blobs: BlobStore | null): DynamicModule {
     const registry = JobRegistry.forConfig(config);
     // why here: a cron expression BullMQ cannot parse stops start-up with its message, before Nest starts.
     checkSchedules(registry);
@@ -48,7 +50,7 @@ export class ApiModule implements NestModule {
         OtelTracingModule.forRoot('api'),
         QueuesModule.forRoot(registry),
         CacheModule,
-        BlobsModule,
+        FilesModule.forRoot(blobs),
         MetricsModule,
         DiscoveryModule,
         JobsModule,

@@ -1,9 +1,9 @@
 import 'reflect-metadata';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
-import { checkConfiguredBlobStore } from '@app/blobs';
+import { openConfiguredBlobStore } from '@app/blobs';
 import { CACHE_REDIS } from '@app/cache';
-import { loadConfig } from '@app/config';
+import { ConfigError, loadConfig } from '@app/config';
 import { Lifecycle } from '@app/health';
 import { JobRegistry, knownVersions } from '@app/jobs';
 import { createLogger, NestPinoLogger } from '@app/logging';
@@ -31,10 +31,11 @@ async function bootstrap(): Promise<void> {
   // why before anything connects: refused credentials, an untrusted certificate or a wrong Sentinel
   // set or seed list stop start-up here, naming the variable; a Redis that is merely down does not.
   await checkRedisTargets(config.queueRedis, config.cacheRedis);
-  await checkConfiguredBlobStore(config, JobRegistry.forConfig(config).fileTypes());
+  const blobs = await openConfiguredBlobStore(config.blobStore, JobRegistry.forConfig(config).fileTypes());
+  if ('problem' in blobs) throw new ConfigError([blobs.problem]);
   const pino = createLogger(config, 'worker');
   const logger = new NestPinoLogger(pino);
-  const app = await NestFactory.create<NestFastifyApplication>(WorkerModule.forRoot(config, pino), new FastifyAdapter(), {
+  const app = await NestFactory.create<NestFastifyApplication>(WorkerModule.forRoot(config, pino, blobs.store), new FastifyAdapter(), {
     logger,
     bodyParser: false,
   });
@@ -54,6 +55,7 @@ async function bootstrap(): Promise<void> {
     }, config.shutdownTimeoutMs + HAND_BACK_GRACE_MS).unref();
     await processor.drain(config.shutdownTimeoutMs);
     await app.close();
+    blobs.store?.close();
     clearTimeout(giveUp);
     logger.log('worker stopped cleanly', 'Shutdown');
     process.exit(0);

@@ -1,5 +1,5 @@
 import { DynamicModule, Module } from '@nestjs/common';
-import { BlobsModule } from '@app/blobs';
+import { BLOB_STORE, type BlobStore } from '@app/blobs';
 import { CacheModule } from '@app/cache';
 import { Config, ConfigModule } from '@app/config';
 import { HEALTH_INDICATORS, HealthController, HealthIndicator, Lifecycle } from '@app/health';
@@ -28,7 +28,8 @@ function assert(ok: boolean, problem: string): void {
 /** The BullMQ consumer: takes jobs from Redis and runs them on the piscina pool. Serves probes and metrics. */
 @Module({})
 export class WorkerModule {
-  static forRoot(config: Config, logger: Logger): DynamicModule {
+  /** `blobs`: the store start-up opened and checked (see openConfiguredBlobStore), or null without one. */
+  static forRoot(config: Config, logger: Logger, blobs: BlobStore | null): DynamicModule {
     // why here, not in a provider: a bad WORKER_QUEUES stops start-up with its message, before Nest starts.
     const registry = JobRegistry.forConfig(config);
     const queues = selectQueues(registry, config.workerQueues);
@@ -44,13 +45,13 @@ export class WorkerModule {
         TracingModule,
         OtelTracingModule.forRoot('worker'),
         CacheModule,
-        BlobsModule,
         MetricsModule,
       ],
       controllers: [HealthController],
       providers: [
         { provide: JobRegistry, useValue: registry },
         { provide: WORKER_QUEUES, useValue: queues },
+        { provide: BLOB_STORE, useValue: blobs },
         {
           provide: WORKER_REDIS,
           inject: [RedisConnections],

@@ -1,5 +1,8 @@
 import type { Readable } from 'node:stream';
 
+/** Injection token of the process's BlobStore: null in production without BLOB_STORE_URL (no file types then). */
+export const BLOB_STORE = Symbol('BLOB_STORE');
+
 /** What a stored object is. */
 export interface BlobInfo {
   readonly bytes: number;

@@ -1,4 +1,4 @@
-import { type BlobTarget, type Config, ConfigError } from '@app/config';
+import type { BlobTarget } from '@app/config';
 import type { BlobStore } from './blob-store';
 import { FileBlobStore } from './file-blob-store';
 import type { S3BlobStore } from './s3-blob-store';
@@ -16,19 +16,19 @@ export const STORE_WAIT_MS = 10_000;
 const RETRY_MS = 500;
 
 /**
- * Checks at start-up that the store is there and writable (see BlobStore.check), retrying for
- * `waitMs` (a store still starting gets that long); throws a ConfigError naming BLOB_STORE_URL when
- * it is not.
+ * The problem with the store, naming BLOB_STORE_URL, unless it is there and writable (see
+ * BlobStore.check) within `waitMs` of retries (a store still starting gets that long).
  */
-export async function checkBlobStore(store: BlobStore, waitMs = STORE_WAIT_MS): Promise<void> {
+export async function blobStoreProblem(store: BlobStore, waitMs = STORE_WAIT_MS): Promise<string | undefined> {
   const deadline = Date.now() + waitMs;
   for (;;) {
     try {
-      return await store.check();
+      await store.check();
+      return undefined;
     } catch (error) {
       if (Date.now() + RETRY_MS > deadline) {
         const cause = error instanceof Error ? error.message : String(error);
-        throw new ConfigError([`BLOB_STORE_URL: the store (${store.name}) is not reachable and writable: ${cause}`]);
+        return `BLOB_STORE_URL: the store (${store.name}) is not reachable and writable: ${cause}`;
       }
       await new Promise((resolve) => setTimeout(resolve, RETRY_MS));
     }
@@ -36,22 +36,26 @@ export async function checkBlobStore(store: BlobStore, waitMs = STORE_WAIT_MS): 
 }
 
 /**
- * The start-up check of an app: the configured store is checked; without one (production with
- * BLOB_STORE_URL unset), start-up stops if any of `fileTypes` (the types that take or return files)
- * is registered.
+ * An app's store as its start-up opens it, before Nest starts: the configured one, checked; null
+ * without one (production with BLOB_STORE_URL unset), unless one of `fileTypes` (the registered
+ * types that take or return files) needs it. Otherwise the problem, naming BLOB_STORE_URL, for the
+ * app to stop with. why not a ConfigError: pool threads load this lib, and @app/config's index loads Nest.
  */
-export async function checkConfiguredBlobStore(config: Pick<Config, 'blobStore'>, fileTypes: readonly string[], waitMs?: number): Promise<void> {
-  if (!config.blobStore) {
-    if (fileTypes.length === 0) return;
-    throw new ConfigError([
-      `BLOB_STORE_URL: required when NODE_ENV=production, for the job types that take or return files (${fileTypes.join(', ')}): an s3:// URL, or a file:// directory every replica mounts with BLOB_STORE_ALLOW_FILE=true`,
-    ]);
+export async function openConfiguredBlobStore(
+  target: BlobTarget | undefined,
+  fileTypes: readonly string[],
+  waitMs?: number,
+): Promise<{ store: BlobStore | null } | { problem: string }> {
+  if (!target) {
+    if (fileTypes.length === 0) return { store: null };
+    return {
+      problem: `BLOB_STORE_URL: required when NODE_ENV=production, for the job types that take or return files (${fileTypes.join(', ')}): an s3:// URL, or a file:// directory every replica mounts with BLOB_STORE_ALLOW_FILE=true`,
+    };
   }
-  const store = openBlobStore(config.blobStore);
-  try {
-    // why no wait for a directory: one that is missing or read-only does not fix itself; a remote store may still be starting.
-    await checkBlobStore(store, waitMs ?? (config.blobStore.kind === 's3' ? STORE_WAIT_MS : 0));
-  } finally {
-    store.close();
-  }
+  const store = openBlobStore(target);
+  // why no wait for a directory: one that is missing or read-only does not fix itself; a remote store may still be starting.
+  const problem = await blobStoreProblem(store, waitMs ?? (target.kind === 's3' ? STORE_WAIT_MS : 0));
+  if (problem === undefined) return { store };
+  store.close();
+  return { problem };
 }

@@ -9,7 +9,6 @@ import { JobNotices } from './job-notices';
 import { JobOwners } from './job-owners';
 import { JobReads } from './job-reads';
 import { JobStore } from './job-store';
-import { FileIntake } from '../files/file-intake';
 import { JobsController } from './jobs.controller';
 import { JobsService } from './jobs.service';
 import { QueueMetrics } from './queue.metrics';
@@ -40,7 +39,6 @@ import { SubmissionMetrics } from './submission.metrics';
     JobExpiry,
     QueueMetrics,
     SubmissionMetrics,
-    FileIntake,
   ],
   exports: [Lifecycle, JobNotices, SubmitPipeline, SubmitHooks, JobStore, JobOwners, JobsService, JobReads, SubmissionMetrics],
 })

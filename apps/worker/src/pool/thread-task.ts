@@ -1,4 +1,5 @@
 import { readFile } from 'node:fs/promises';
+import { hashesOf } from '@app/blobs';
 import { allJobs, canonicalJson, contentKey, type InputFile, JobDefinition, JobFailureCode, type JobLogger, JobRegistry, runnerOf } from '@app/jobs';
 import { TaskLog } from './thread-log';
 import type { ChannelMessage, PlannedChild, ProgressMessage, ThreadFile, ThreadResult, ThreadTask } from './thread-protocol';
@@ -35,9 +36,7 @@ async function execute({ step, taskId, name, version, inputJson, scope, files, a
   }
   // why here, from the input as validated: the cache key is never taken from job data, which anyone
   // able to add a job (a script, a dashboard) could point at another input's result.
-  // why the hashes here, not hashesOf from libs/blobs: a pool thread loads no Nest (the lib's index has its module).
-  const hashes = files && Object.fromEntries(Object.entries(files).map(([file, ref]) => [file, ref.sha256]));
-  const key = contentKey({ name: def.name, version: runner.version, share: def.share }, canonicalJson(parsed.data), scope, hashes);
+  const key = contentKey({ name: def.name, version: runner.version, share: def.share }, canonicalJson(parsed.data), scope, hashesOf(files));
   let last = -1;
   const ctx = {
     attempt,
