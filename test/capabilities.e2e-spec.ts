@@ -3,6 +3,7 @@ import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { CAPABILITIES, type Capability, type CapabilityName, present } from './support/capabilities';
 import { RepoCopy } from './support/repo-copy';
+import { typeChecker } from './support/type-check';
 
 /** Output of a command that must have succeeded; fails with all of it otherwise. */
 function ok(result: SpawnSyncReturns<string>): string {
@@ -10,12 +11,10 @@ function ok(result: SpawnSyncReturns<string>): string {
   return result.stderr;
 }
 
-/** Type-checked alone too (each such run costs a tsc of both apps); the others in the removal of all. */
+/** Type-checked alone too (the first such check costs a tsc of both apps, each next one a fraction); the others in the removal of all. */
 const ALONE: readonly CapabilityName[] = ['webhooks', 'idempotency', 'schedules'];
 /** This copy's capabilities: a service that deleted some runs this test on what it kept. */
 const KEPT = (Object.keys(CAPABILITIES) as CapabilityName[]).filter((name) => present(name));
-
-const tsc = join(__dirname, '..', 'node_modules', 'typescript', 'bin', 'tsc');
 
 /**
  * A capability is removable: on a clean copy, deleting its folder and, in each app module that lists
@@ -30,8 +29,11 @@ const tsc = join(__dirname, '..', 'node_modules', 'typescript', 'bin', 'tsc');
  */
 (KEPT.length > 0 ? describe : describe.skip)('removing a capability, on a clean copy', () => {
   let copy: RepoCopy | undefined;
+  /** `tsc -p <config> --noEmit` in the copy, each run reusing what the last one loaded (support/type-check.ts). */
+  let tsc: (config: string) => string;
   beforeAll(() => {
     copy = RepoCopy.create('without-capabilities', { project: true });
+    tsc = typeChecker(copy.root);
   });
   afterAll(() => copy?.remove());
 
@@ -49,7 +51,7 @@ const tsc = join(__dirname, '..', 'node_modules', 'typescript', 'bin', 'tsc');
     it(`${capability.folder}: without its folder and its line in ${capability.wiredIn.join(', ')}, the apps type-check`, () => {
       remove(capability);
       try {
-        ok(copy!.exec(process.execPath, [tsc, '-p', 'tsconfig.build.json', '--noEmit'], { timeoutMs: 120_000 }));
+        expect(tsc('tsconfig.build.json')).toBe('');
       } finally {
         ok(copy!.exec('git', ['checkout', '-q', '--', '.']));
       }
@@ -59,7 +61,7 @@ const tsc = join(__dirname, '..', 'node_modules', 'typescript', 'bin', 'tsc');
   it(`without ${KEPT.map((name) => CAPABILITIES[name].module).join(', ')} and their tests: the project type-checks, the build, the unit specs and the core's end-to-end tests pass`, () => {
     const removed: Capability[] = KEPT.map((name) => CAPABILITIES[name]);
     for (const capability of removed) remove(capability);
-    ok(copy!.exec(process.execPath, [tsc, '-p', 'tsconfig.json', '--noEmit'], { timeoutMs: 150_000 }));
+    expect(tsc('tsconfig.json')).toBe('');
     ok(copy!.exec('npm', ['run', 'build'], { timeoutMs: 120_000 }));
     const jest = ok(copy!.exec(process.execPath, ['node_modules/jest/bin/jest.js', '--ci', '/(apps|libs)/.*\\.spec\\.ts$', '/test/jobs\\.e2e-spec\\.ts$'], { timeoutMs: 150_000 }));
     expect(jest).toMatch(/PASS e2e test\/jobs\.e2e-spec\.ts/);
