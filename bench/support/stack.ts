@@ -22,8 +22,16 @@ export async function startNode(
   const port = options.port ?? (await freePort());
   const proc = spawn(process.execPath, [...(options.nodeArgs ?? []), script], {
     cwd: options.cwd,
-    // why NODE_COMPILE_CACHE when it is set (the bench smoke of `npm test`): start-up CPU, both sides alike.
-    env: { PATH: process.env.PATH, NODE_COMPILE_CACHE: process.env.NODE_COMPILE_CACHE, HOST: '127.0.0.1', ...env, [options.portVar ?? 'PORT']: String(port) },
+    // why these two when they are set (the bench smoke of `npm test`): the run's compile cache (start-up
+    // CPU, both sides alike), and its marker, so the run's teardown finds an app a killed bench left.
+    env: {
+      PATH: process.env.PATH,
+      NODE_COMPILE_CACHE: process.env.NODE_COMPILE_CACHE,
+      NEST_OFFLOAD_TEST_RUN: process.env.NEST_OFFLOAD_TEST_RUN,
+      HOST: '127.0.0.1',
+      ...env,
+      [options.portVar ?? 'PORT']: String(port),
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const app = new AppProcess(options.kind ?? 'api', port, proc);
