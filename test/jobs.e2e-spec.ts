@@ -4,21 +4,31 @@ import { ResultCache } from '@app/cache';
 import { allJobs, canonicalJson, contentKey, type JobDefinition, SILENT_LOG } from '@app/jobs';
 import { METRIC_PREFIX } from '@app/metrics';
 import { bullKey, type JobData, queuePrefix } from '@app/queue';
+import { randomBytes } from 'node:crypto';
 import { AppProcess, startStack, stackEnv } from './support/apps';
-import { getJob, request, submit } from './support/http';
+import { present } from './support/capabilities';
+import { getJob, readEvents, request, submit } from './support/http';
 import { waitFor } from './support/wait';
+import { WebhookReceiver } from './support/webhook-receiver';
 
 /** The HTTP contract of a job's life: submit, wait, read, results of every registered type, cache. */
 describe('jobs API', () => {
   let api: AppProcess;
   let worker: AppProcess;
   let stop: () => Promise<void>;
-  const env = stackEnv('jobs');
+  let receiver: WebhookReceiver | undefined;
+  const secret = `whsec_${randomBytes(32).toString('base64')}`;
+  let env: ReturnType<typeof stackEnv>;
 
   beforeAll(async () => {
+    receiver = present('webhooks') ? await WebhookReceiver.start(secret) : undefined;
+    env = stackEnv('jobs', receiver && { WEBHOOK_SECRET: secret, WEBHOOK_ALLOWED_HOSTS: `127.0.0.1:${receiver.port}` });
     ({ api, worker, stop } = await startStack(env));
   });
-  afterAll(() => stop());
+  afterAll(async () => {
+    await stop?.();
+    await receiver?.stop();
+  });
 
   const executions = (type: string) => worker.metric(`${METRIC_PREFIX}jobs_finished_total`, { type, outcome: 'completed' });
 
@@ -55,6 +65,29 @@ describe('jobs API', () => {
     expect(res.body).toMatchObject({ status: 'completed', result: 196418 });
     expect(res.headers.get('location')).toBeNull();
     expect(res.headers.get('server-timing')).toMatch(/^validate;dur=[\d.]+, cache;dur=[\d.]+, enqueue;dur=[\d.]+, wait;dur=[\d.]+$/);
+  });
+
+  it('gives every caller that waits a falsy result as it is: Prefer: wait, a batch, the event stream, a webhook', async () => {
+    // The issue's case: fibonacci(0) is 0.
+    expect((await submit(api.url, 'fibonacci', { n: 0 }, { wait: 10 })).body).toEqual(expect.objectContaining({ status: 'completed', result: 0 }));
+    for (const [i, result] of [0, false, '', null].entries()) {
+      const input = (path: string, ms = 0) => ({ mode: 'spin', ms, result, tag: `falsy-${i}-${path}` });
+      const single = await submit(api.url, 'chaos', input('wait'), { wait: 10 });
+      expect({ result, view: single.body }).toEqual({ result, view: expect.objectContaining({ status: 'completed', result }) });
+      if (present('batch')) {
+        const batch = await request(`${api.url}/v1/jobs/chaos/batch`, { method: 'POST', json: { items: [input('batch')] }, headers: { prefer: 'wait=10' } });
+        expect({ result, view: batch.body.items[0].job }).toEqual({ result, view: expect.objectContaining({ status: 'completed', result }) });
+      }
+      // A stream open before the job ends gets its final event from the notice, not from a read.
+      const streamed = await submit(api.url, 'chaos', input('stream', 800));
+      const events = await readEvents(`${api.url}/v1/jobs/${streamed.body.id}/events`);
+      expect({ result, final: events.at(-1) }).toEqual({ result, final: { event: 'completed', data: expect.objectContaining({ result }) } });
+      if (receiver) {
+        const hooked = await submit(api.url, 'chaos', input('webhook'), { headers: { 'callback-url': `http://127.0.0.1:${receiver.port}/falsy` } });
+        const delivered = await waitFor(() => receiver!.received.find((r) => r.event?.data?.id === hooked.body.id), { what: `the webhook of ${JSON.stringify(result)}` });
+        expect({ result, data: delivered.event!.data }).toEqual({ result, data: expect.objectContaining({ status: 'completed', result }) });
+      }
+    }
   });
 
   it('answers 202 when the job outlasts Prefer: wait', async () => {

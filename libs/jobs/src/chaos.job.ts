@@ -8,21 +8,24 @@ import { defineJob } from './define-job';
 export const chaos = defineJob({
   name: 'chaos',
   version: 1,
-  description: 'Test and drill job: ok, spin (busy for ms), throw, flaky (fails its first attempt), exit, hang, leak; first writes `lines` log lines.',
+  description:
+    'Test and drill job: ok (returns `result` as it is when given), spin (busy for ms), throw, flaky (fails its first attempt), exit, hang, leak; first writes `lines` log lines.',
   input: z.strictObject({
     mode: z.enum(['ok', 'spin', 'throw', 'flaky', 'exit', 'hang', 'leak']),
     ms: z.int().min(0).max(600_000).default(0),
     tag: z.string().max(64).optional(),
     lines: z.int().min(0).max(1_000_000).default(0),
+    // why: falsy results (0, false, "", null) must reach a waiting caller like any other.
+    result: z.union([z.number(), z.boolean(), z.string().max(64), z.null()]).optional(),
   }),
-  output: z.object({ mode: z.string(), attempt: z.number(), ms: z.number() }),
+  output: z.union([z.object({ mode: z.string(), attempt: z.number(), ms: z.number() }), z.number(), z.boolean(), z.string(), z.null()]),
   examples: [{ mode: 'spin', ms: 200 }],
   timeoutMs: 600_000,
   cacheTtlSeconds: 0,
   retry: { attempts: 2, backoffMs: 100 },
   // why: a drill yields to real work in its queue (BullMQ takes jobs without a priority first).
   priority: 100,
-  run: ({ mode, ms, tag, lines }, ctx) => {
+  run: ({ mode, ms, tag, lines, result }, ctx) => {
     for (let line = 1; line <= lines; line++) ctx.log.info({ line, tag }, 'chaos: a log line from the job');
     switch (mode) {
       case 'throw':
@@ -50,6 +53,6 @@ export const chaos = defineJob({
         break;
       }
     }
-    return { mode, attempt: ctx.attempt, ms };
+    return result !== undefined ? result : { mode, attempt: ctx.attempt, ms };
   },
 });

@@ -90,12 +90,16 @@ export class JobNotifier {
     );
   }
 
-  /** Job `job` ended: completed, or failed for good (BullMQ has recorded it). Fire and forget. */
-  final(job: QueueJob, state: 'completed' | 'failed'): void {
+  /**
+   * Job `job` ended: completed with `result` (what its run returned), or failed for good (BullMQ has
+   * recorded it). Fire and forget. why `result` and not `job.returnvalue`: BullMQ keeps
+   * `returnValue || undefined` on the job it completed, so 0, false, "" and null would vanish.
+   */
+  final(job: QueueJob, state: 'completed' | 'failed', result?: unknown): void {
     const record: JobRecord = {
       name: job.name,
       progress: job.progress,
-      returnvalue: job.returnvalue,
+      returnvalue: state === 'completed' ? result : null,
       failedReason: job.failedReason,
       attemptsMade: job.attemptsMade,
       attemptsStarted: job.attemptsStarted,

@@ -117,7 +117,7 @@ export class JobProcessor implements OnApplicationBootstrap {
       )
         .on('error', (error) => this.logger.warn({ err: error, queue: name }, 'BullMQ worker error'))
         // Sent once BullMQ has recorded the end, so a replica that reads the job on the notice sees it.
-        .on('completed', (job) => this.notifier.final(job, 'completed'))
+        .on('completed', (job, result) => this.notifier.final(job, 'completed', result))
         // A failure BullMQ retries is no end: finishedOn is set only on the last one.
         .on('failed', (job) => job?.finishedOn && this.notifier.final(job, 'failed'))
         // A job that stalled went back to the queue, or failed for good (JOB_LOST): its watchers read it.
