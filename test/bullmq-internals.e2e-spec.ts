@@ -1,10 +1,12 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { Socket } from 'node:net';
 import { join } from 'node:path';
 import { DelayedError, Job, Queue, Worker, WaitingError } from 'bullmq';
 import IORedis from 'ioredis';
 import type { Config } from '@app/config';
-import { BULL_STRUCTURES, bullKey, type JobData, queuePrefix, SCHEDULED_JOB_ID, scheduledJobId, schedulerId } from '@app/queue';
+import { BULL_STRUCTURES, bullKey, decodeNotice, type JobData, noticeChannel, notifyProgress, queuePrefix, SCHEDULED_JOB_ID, scheduledJobId, schedulerId, watchersKey } from '@app/queue';
+import { coalesceWrites } from '@app/redis';
 import { JobStore } from '../apps/api/src/jobs/job-store';
 import { type QueueJob, SlotWorker } from '../apps/worker/src/processor/slot-worker';
 import { Slots } from '../apps/worker/src/processor/slots';
@@ -15,15 +17,21 @@ import { sleep, waitFor } from './support/wait';
  * What this service assumes about BullMQ beyond its documented API, checked against a real Redis:
  * the protected Worker methods SlotWorker overrides and how the main loop calls them, the job hash
  * fields JobStore reads, the error code of removing a scheduler's next job, the ids and key layout
- * queue.keys.ts computes, deduplication, and which events QueueEvents emits. package.json pins
- * bullmq exactly because of these; when upgrading it, run this test first (README, "Upgrading
- * BullMQ"). Each failure names the assumption that broke and the code that relies on it.
+ * queue.keys.ts computes, deduplication, the Worker's events, the deferred failure, BullMQ's
+ * updateProgress script that notice.protocol.ts copies, and what cork.ts asks of ioredis.
+ * package.json pins bullmq and ioredis exactly because of these; when upgrading either, run this
+ * test first (docs/development.md, "Upgrading BullMQ"). Each failure names the assumption that
+ * broke and the code that relies on it.
  *
  * It starts no process: BullMQ queues and workers on E2E_REDIS_URL under a key prefix of its own,
  * all closed and their keys deleted in afterAll, however far a test got.
  */
 
 const BULLMQ = (JSON.parse(readFileSync(join(__dirname, '../node_modules/bullmq/package.json'), 'utf8')) as { version: string }).version;
+const IOREDIS = (JSON.parse(readFileSync(join(__dirname, '../node_modules/ioredis/package.json'), 'utf8')) as { version: string }).version;
+/** BullMQ's updateProgress script (its includes expanded) as notice.protocol.ts's PROGRESS copies it. */
+const UPDATE_PROGRESS = join(__dirname, '../node_modules/bullmq/dist/cjs/scripts/updateProgress-3.js');
+const UPDATE_PROGRESS_SHA256 = '40db2a637bbd2a7323eb0ac6be53074b9ea605c14369bc66d0bb1b42495eea06';
 
 /** Fails naming the broken assumption, what relies on it, and what BullMQ did instead. */
 function assume(holds: boolean, assumption: string, seen: string): void {
@@ -41,7 +49,7 @@ async function assumeWithin(check: () => Promise<boolean> | boolean, timeoutMs: 
 
 const DATA: JobData = { inputJson: '{}', version: 1, key: 'k' };
 
-describe(`BullMQ internals this service relies on (bullmq ${BULLMQ})`, () => {
+describe(`BullMQ and ioredis internals this service relies on (bullmq ${BULLMQ}, ioredis ${IOREDIS})`, () => {
   const url = process.env.E2E_REDIS_URL!;
   const prefix = uniquePrefix('bullmq-internals');
   // why maxRetriesPerRequest null: BullMQ's requirement for a connection it is handed.
@@ -65,7 +73,7 @@ describe(`BullMQ internals this service relies on (bullmq ${BULLMQ})`, () => {
   const store = new JobStore(undefined as never, connection, undefined as never, { redisPrefix: prefix } as Config);
 
   afterAll(async () => {
-    // Last opened first: workers before their queues, QueueEvents before their connections.
+    // Last opened first: workers before their queues.
     for (const close of closers.reverse()) await close().catch(() => undefined);
     try {
       let cursor = '0';
@@ -305,14 +313,14 @@ describe(`BullMQ internals this service relies on (bullmq ${BULLMQ})`, () => {
     });
   });
 
-  describe('deduplication (apps/api/src/jobs/new-job.ts, jobs.service.ts)', () => {
+  describe('deduplication (apps/api/src/jobs/new-job.ts, submit-pipeline.ts)', () => {
     it("add returns the existing job's id while it is queued or running, and a new job once it has completed", async () => {
       const q = queue('dedup');
       const worker = manualWorker(q.name);
       const opts = (jobId: string) => ({ jobId, deduplication: { id: 'same-input' } });
       const first = await q.add('t', DATA, opts('first'));
       const joined = await q.add('t', DATA, opts('second'));
-      assume(joined.id === first.id, "add of a job whose deduplication id is in flight returns the existing job, so its id differs from the one asked for (jobs.service.ts: id !== newId means joined)", String(joined.id));
+      assume(joined.id === first.id, "add of a job whose deduplication id is in flight returns the existing job, so its id differs from the one asked for (submit-pipeline.ts: job.id !== id means joined)", String(joined.id));
       const active = await take(worker, 't1');
       const joinedRunning = await q.add('t', DATA, opts('third'));
       assume(joinedRunning.id === first.id, 'a running job is still joined', String(joinedRunning.id));
@@ -334,13 +342,13 @@ describe(`BullMQ internals this service relies on (bullmq ${BULLMQ})`, () => {
           return 'result';
         }, workerOptions(q.name)),
       );
-      worker.on('completed', (job) => void q.getJobState(job.id!).then((state) => seen.push(`completed ${job.id} state=${state} finishedOn=${!!job.finishedOn} returnvalue=${String(job.returnvalue)} attemptsMade=${job.attemptsMade}`)));
+      worker.on('completed', (job, result) => void q.getJobState(job.id!).then((state) => seen.push(`completed ${job.id} state=${state} finishedOn=${!!job.finishedOn} result=${String(result)} attemptsMade=${job.attemptsMade}`)));
       worker.on('failed', (job) => seen.push(`failed ${job?.id} finishedOn=${!!job?.finishedOn}`));
       await assumeWithin(() => seen.length === 3, 10_000, "the Worker emits 'completed' once and 'failed' for each failed attempt", () => seen.join('; '));
       const completed = seen.find((line) => line.startsWith('completed'));
       assume(
-        completed === 'completed ok state=completed finishedOn=true returnvalue=result attemptsMade=1',
-        "when 'completed' fires, the job is completed in Redis and the Job object holds finishedOn, returnvalue and attemptsMade (job-notifier.ts sends them as the record; a watcher that reads the job on the notice sees it finished)",
+        completed === 'completed ok state=completed finishedOn=true result=result attemptsMade=1',
+        "when 'completed' fires, the job is completed in Redis, the listener gets the processor's return value, and the Job object holds finishedOn and attemptsMade (job-notifier.ts sends them as the record; a watcher that reads the job on the notice sees it finished)",
         String(completed),
       );
       const failures = seen.filter((line) => line.startsWith('failed'));
@@ -365,13 +373,95 @@ describe(`BullMQ internals this service relies on (bullmq ${BULLMQ})`, () => {
         async () => (await q.getJobState('plain')) === 'completed' && (await q.getJobState('flagged')) === 'failed',
         10_000,
         "a job with 'defa' in its hash fails when picked up, for good (no retry), and the others run (libs/queue flagCancelled: a cancel the API could not make by removing the job)",
-        () => `ran ${ran.join(',')}; flagged is ${'?'}`,
+        () => `ran ${ran.join(',')}; failed at pickup ${failedAtPickup.join(',')}`,
       );
       const flagged = await Job.fromId(q, 'flagged');
       assume(
         flagged?.failedReason === 'JOB_CANCELLED: cancelled before it started' && JSON.stringify(ran) === JSON.stringify(['plain']) && JSON.stringify(failedAtPickup) === JSON.stringify(['flagged']),
         "the Job BullMQ hands over carries the hash's 'defa' as deferredFailure, processJob fails the job with it as failedReason without calling the processor (SlotWorker reports it; job-view.ts reads the reason's code)",
         `failedReason ${flagged?.failedReason}; ran ${JSON.stringify(ran)}; reported ${JSON.stringify(failedAtPickup)}`,
+      );
+    });
+
+    it("hands 'completed' listeners a falsy return value as it is, though the Job keeps returnValue || undefined", async () => {
+      const q = queue('falsy-result');
+      await q.add('zero', DATA, { jobId: 'zero' });
+      const seen: string[] = [];
+      const worker = closeLater(new Worker<JobData, unknown, string>(q.name, async () => 0, workerOptions(q.name)));
+      worker.on('completed', (job, result) => seen.push(`result=${JSON.stringify(result)} returnvalue=${JSON.stringify(job.returnvalue)}`));
+      await assumeWithin(() => seen.length === 1, 10_000, "the Worker emits 'completed' for a job that returned 0", () => seen.join('; '));
+      assume(
+        seen[0] === 'result=0 returnvalue=undefined',
+        "'completed' passes the processor's own return value (job-notifier.ts takes that: the Job's returnvalue loses 0, false, \"\" and null)",
+        seen[0],
+      );
+    });
+  });
+
+  describe("BullMQ's updateProgress, as PROGRESS in libs/queue/src/notice.protocol.ts copies it", () => {
+    it('is the script that was copied, and our copy writes what BullMQ writes, then tells the watchers', async () => {
+      const digest = createHash('sha256').update(readFileSync(UPDATE_PROGRESS)).digest('hex');
+      assume(
+        digest === UPDATE_PROGRESS_SHA256,
+        `BullMQ's updateProgress script is the one PROGRESS copies (compare ${UPDATE_PROGRESS} with notice.protocol.ts, then update UPDATE_PROGRESS_SHA256 here)`,
+        `sha256 ${digest}`,
+      );
+      const q = queue('progress');
+      await q.add('theirs', DATA, { jobId: 'theirs' });
+      await q.add('ours', DATA, { jobId: 'ours' });
+      const channel = noticeChannel(prefix, q.name, 'internals');
+      const subscriber = new IORedis(url);
+      closers.push(async () => subscriber.disconnect());
+      const heard: unknown[] = [];
+      subscriber.on('smessage', (_channel: string, message: string) => heard.push(decodeNotice(message)));
+      await subscriber.ssubscribe(channel);
+      await connection.sadd(watchersKey(prefix, q.name, 'ours'), channel);
+
+      await (await Job.fromId(q, 'theirs'))!.updateProgress(42);
+      await notifyProgress(connection, prefix, q.name, 'ours', 42);
+      const progress = await Promise.all(['theirs', 'ours'].map((id) => connection.hget(q.toKey(id), 'progress')));
+      const events = (await connection.xrange(bullKey(prefix, q.name, 'events'), '-', '+')).map(([, fields]) => fields.join(' ')).filter((e) => e.startsWith('event progress'));
+      assume(
+        JSON.stringify(progress) === '["42","42"]' && JSON.stringify(events) === JSON.stringify(['event progress jobId theirs data 42', 'event progress jobId ours data 42']),
+        "updateProgress sets the job hash's 'progress' and adds a 'progress' event (jobId, data) to the queue's stream, as PROGRESS does",
+        `progress ${JSON.stringify(progress)}; events ${JSON.stringify(events)}`,
+      );
+      await assumeWithin(() => heard.length === 1, 5000, 'PROGRESS publishes the notice to the watchers', () => JSON.stringify(heard));
+      assume(JSON.stringify(heard) === JSON.stringify([{ id: 'ours', progress: 42 }]), 'the watchers hear the progress notice', JSON.stringify(heard));
+    });
+  });
+
+  describe('ioredis, as libs/redis/src/cork.ts uses it (coalesceWrites)', () => {
+    it("sends every command, BullMQ's scripts included, through sendCommand, writing it to redis.stream, the socket", async () => {
+      const client = new IORedis(url, { maxRetriesPerRequest: null });
+      closers.push(async () => client.disconnect());
+      await client.ping();
+      const sent: string[] = [];
+      const send = client.sendCommand.bind(client);
+      client.sendCommand = (command, stream) => {
+        sent.push(command.name);
+        return send(command, stream);
+      };
+      coalesceWrites(client);
+      const socket = client.stream;
+      let writes = 0;
+      for (const name of ['_write', '_writev'] as const) {
+        const original = (socket as unknown as Record<string, (...args: unknown[]) => void>)[name].bind(socket);
+        (socket as unknown as Record<string, (...args: unknown[]) => void>)[name] = (...args) => {
+          writes++;
+          original(...args);
+        };
+      }
+      const q = new Queue<JobData, unknown, string>('cork', { connection: client, prefix: queuePrefix(prefix, 'cork') });
+      closers.push(() => q.close());
+      await q.waitUntilReady();
+      sent.length = 0;
+      writes = 0;
+      await Promise.all([client.set(`${prefix}:cork`, '1'), q.add('t', DATA, { jobId: 'corked' })]);
+      assume(
+        socket instanceof Socket && sent.includes('set') && sent.some((name) => name === 'evalsha' || name === 'eval') && writes === 1,
+        'ioredis sends every command, a Queue.add script too, through the instance method sendCommand, and writes it to redis.stream, a net.Socket: commands sent in one turn leave in one write once cork.ts corks it',
+        `stream is ${socket?.constructor.name}; sent ${sent.join(',')}; ${writes} writes`,
       );
     });
   });

@@ -1,5 +1,6 @@
 import IORedis from 'ioredis';
 import { ResultCache } from '@app/cache';
+import { queueKeys } from '@app/queue';
 import { uniquePrefix } from './support/apps';
 
 /** The result cache against a real Redis, with its in-process layer. */
@@ -19,7 +20,7 @@ describe('ResultCache', () => {
     await cache.set('fibonacci:v1:a', entry('job-a'), 60);
     expect(await cache.get('fibonacci:v1:a')).toMatchObject({ id: 'job-a', result: 55 });
     expect(await cache.getById('job-a')).toMatchObject({ id: 'job-a' });
-    expect(await redis.ttl(`${prefix}:cache:fibonacci:v1:a`)).toBeGreaterThan(55);
+    expect(await redis.ttl(queueKeys(prefix).cacheEntry('fibonacci:v1:a'))).toBeGreaterThan(55);
     expect(await cache.get('fibonacci:v1:unknown')).toBeUndefined();
   });
 
@@ -28,7 +29,7 @@ describe('ResultCache', () => {
     const reader = new ResultCache(redis, prefix, 1024 ** 2);
     await writer.set('fibonacci:v1:b', entry('job-b'), 1);
     expect(await reader.get('fibonacci:v1:b')).toMatchObject({ id: 'job-b' });
-    await redis.del(`${prefix}:cache:fibonacci:v1:b`);
+    await redis.del(queueKeys(prefix).cacheEntry('fibonacci:v1:b'));
     expect(await reader.get('fibonacci:v1:b')).toMatchObject({ id: 'job-b' }); // from memory
     expect(await new ResultCache(redis, prefix).get('fibonacci:v1:b')).toBeUndefined(); // really gone from Redis
     await new Promise((resolve) => setTimeout(resolve, 1100));

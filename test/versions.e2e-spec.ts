@@ -1,4 +1,5 @@
 import IORedis from 'ioredis';
+import { queueKeys } from '@app/queue';
 import { AppProcess, startApp, stackEnv } from './support/apps';
 import { getJob, submit } from './support/http';
 import { RepoCopy } from './support/repo-copy';
@@ -80,7 +81,7 @@ describe('version bumps', () => {
   });
 
   it('caches each result under its own version: the new release does not serve v1 results', async () => {
-    const keys = await redis.keys(`${env.REDIS_PREFIX}:cache:fibonacci:*`);
+    const keys = await redis.keys(queueKeys(env.REDIS_PREFIX!).cacheEntry('fibonacci:*'));
     expect(keys.filter((k) => k.includes(':fibonacci:v1:'))).toHaveLength(20);
     expect(keys.filter((k) => !k.includes(':fibonacci:v1:'))).toEqual([]);
 
@@ -93,6 +94,6 @@ describe('version bumps', () => {
     const v2 = await submit(newApi.url, 'fibonacci', { n: 10 }, { wait: 10 });
     expect(v2.body).toMatchObject({ status: 'completed', result: { value: 55, version: 2 } });
     expect(v2.body.cached).toBeUndefined();
-    expect(await redis.exists(...(await redis.keys(`${env.REDIS_PREFIX}:cache:fibonacci:v2:*`)))).toBe(1);
+    expect(await redis.exists(...(await redis.keys(queueKeys(env.REDIS_PREFIX!).cacheEntry('fibonacci:v2:*'))))).toBe(1);
   });
 });

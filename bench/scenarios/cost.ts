@@ -3,7 +3,7 @@ import IORedis from 'ioredis';
 import { loadConfig } from '../../libs/config/src/config';
 import type { JobDefinition } from '../../libs/jobs/src/define-job';
 import { coreJobs } from '../../libs/jobs/src/registry';
-import { bullKey, queuePrefix } from '../../libs/queue/src/queue.keys';
+import { bullKey, queueKeys, queuePrefix } from '../../libs/queue/src/queue.keys';
 import type { AppProcess } from '../../test/support/apps';
 import { closedLoop, HttpClient } from '../load/http-client';
 import type { ScenarioReport } from '../report/report.types';
@@ -119,7 +119,8 @@ export class CostScenario implements Scenario<ScenarioReport> {
     await this.settled(def.name);
     const m2 = await readMemory(this.redis);
     const e2 = await this.eventsBytes();
-    const cacheKeys = [...(await scanKeys(this.redis, `${this.costPrefix}:cache:*`)), ...(await scanKeys(this.redis, `${this.costPrefix}:cache-id:*`))];
+    const keys = queueKeys(this.costPrefix);
+    const cacheKeys = [...(await scanKeys(this.redis, keys.cacheEntry('*'))), ...(await scanKeys(this.redis, keys.cacheId('*')))];
     const cacheBytes = await memoryUsage(this.redis, cacheKeys);
     await deleteNow(this.redis, cacheKeys);
     const m3 = await readMemory(this.redis);
@@ -191,7 +192,8 @@ export class CostScenario implements Scenario<ScenarioReport> {
     const o = this.ctx.opts.cost;
     const queue = this.queues.get(benchJobs.sum.queue)!;
     await this.emptyQueues();
-    await deleteKeys(this.redis, `${this.costPrefix}:cache`);
+    const keys = queueKeys(this.costPrefix);
+    await Promise.all([deleteKeys(this.redis, keys.cacheEntry('')), deleteKeys(this.redis, keys.cacheId(''))]);
     const base = await readMemory(this.redis);
     for (const depth of o.depths) {
       if (depth > 0) progress.log(`${this.name}: filling the ${benchJobs.sum.queue} queue to ${depth.toLocaleString('en-US')} waiting jobs`);

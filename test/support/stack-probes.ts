@@ -1,3 +1,4 @@
+import { queueKeys } from '@app/queue';
 import type { AppProcess } from './apps';
 import { getJob, readEvents, request, submit } from './http';
 import type { RedisNode } from './redis-ha';
@@ -43,6 +44,6 @@ export async function expectStackWorks(api: AppProcess, { queue, cache, prefix }
 
   const again = await submit(api.url, 'echo', input);
   expect(again.body).toMatchObject({ status: 'completed', cached: true });
-  expect(await keysMatching(cache, `${prefix}:cache:*`)).not.toEqual([]);
-  expect(await keysMatching(queue, `${prefix}:cache:*`)).toEqual([]);
+  expect(await keysMatching(cache, queueKeys(prefix).cacheEntry('*'))).not.toEqual([]);
+  expect(await keysMatching(queue, queueKeys(prefix).cacheEntry('*'))).toEqual([]);
 }

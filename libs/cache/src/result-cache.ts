@@ -1,3 +1,4 @@
+import { queueKeys, type QueueKeys } from '@app/queue';
 import type { RedisClient } from '@app/redis';
 import { MemoryLru } from './memory-lru';
 
@@ -29,22 +30,24 @@ export interface CachedResult {
  */
 export class ResultCache {
   private readonly memory: MemoryLru<CachedResult>;
+  private readonly keys: QueueKeys;
 
   constructor(
     private readonly redis: RedisClient,
-    private readonly prefix: string,
+    prefix: string,
     memoryBytes = 0,
   ) {
+    this.keys = queueKeys(prefix);
     // why halved: a JSON string of n characters takes about 2n bytes in V8.
     this.memory = new MemoryLru(Math.floor(memoryBytes / 2), MEMORY_ENTRY_MAX);
   }
 
   private entryKey(contentKey: string): string {
-    return `${this.prefix}:cache:${contentKey}`;
+    return this.keys.cacheEntry(contentKey);
   }
 
   private idKey(id: string): string {
-    return `${this.prefix}:cache-id:${id}`;
+    return this.keys.cacheId(id);
   }
 
   async get(contentKey: string): Promise<CachedResult | undefined> {

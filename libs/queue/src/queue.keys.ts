@@ -68,9 +68,29 @@ export function webhookDeliveryId(jobId: string, url: string, scope: string): st
   return `msg_${createHash('sha256').update(`${jobId}\n${url}\n${scope}`).digest('hex').slice(0, 32)}`;
 }
 
+/**
+ * The sharded pub/sub channel of one API replica for the jobs of `queue`: every notice for a job it
+ * waits on arrives there (see notice.protocol.ts). why per replica and queue, not per job: a replica
+ * subscribes once at start instead of once per waited job (two commands and a round trip each), and
+ * the queue's hash tag keeps it on the shard that holds the queue, so the notice scripts publish to
+ * it on Redis Cluster.
+ */
+export function noticeChannel(prefix: string, queue: string, replicaId: string): string {
+  return `${queuePrefix(prefix, queue)}:api:${replicaId}`;
+}
+
+/** The set of the notice channels (API replicas) waiting on job `jobId` of `queue` (see notice.protocol.ts). */
+export function watchersKey(prefix: string, queue: string, jobId: string): string {
+  return `${queuePrefix(prefix, queue)}:watch:${jobId}`;
+}
+
 /** Names of the keys and channels this service writes next to BullMQ's. */
 export function queueKeys(prefix: string) {
   return {
+    /** A job type's cached result (JSON), by the job's content key (`<type>:v<version>:<digest>`, see contentKey). */
+    cacheEntry: (contentKey: string) => `${prefix}:cache:${contentKey}`,
+    /** The content key of the job whose result is cached, by job id: GET /v1/jobs/{id} once BullMQ has dropped the job. */
+    cacheId: (jobId: string) => `${prefix}:cache-id:${jobId}`,
     /** Pub/sub channel on which the API asks whichever worker runs a job to abort it. */
     cancelChannel: `${prefix}:cancel`,
     /**

@@ -58,7 +58,7 @@ export class JobCancels {
       const cancelled = viewOfCancelled(current);
       await this.store.saveRemoved(cancelled);
       // Whoever waits on it (another replica's Prefer: wait, an event stream) reads the cancelled view.
-      await this.notices.settle(queue!.name, id);
+      await this.notices.notifySettled(queue!.name, id);
       await this.owners.finished(id, this.config.jobRetentionSeconds);
       return cancelled;
     }

@@ -4,7 +4,7 @@ import { Cluster } from 'ioredis';
 import { CONFIG, type Config } from '@app/config';
 import { Lifecycle } from '@app/health';
 import { JobRegistry } from '@app/jobs';
-import { type JobNotice, type JobRecord, noticeChannel, NOTIFY, watchersKey } from '@app/queue';
+import { decodeNotice, type JobRecord, noticeChannel, notify, watchersKey } from '@app/queue';
 import { type RedisClient, RedisConnections } from '@app/redis';
 import { QUEUE_REDIS } from '../queues/queue.providers';
 
@@ -98,12 +98,16 @@ export class JobNotices implements OnModuleInit {
     if (ids.length > 0) await this.redis.del(...ids.map((id) => watchersKey(this.config.redisPrefix, queue, id)));
   }
 
+  get watched(): number {
+    return this.listeners.size;
+  }
+
   /**
    * Tells the watchers of job `id` of `queue` to read it again, and forgets them: it ended without a
    * worker (cancelled while queued, by this replica).
    */
-  async settle(queue: string, id: string): Promise<void> {
-    await NOTIFY.run(this.redis, watchersKey(this.config.redisPrefix, queue, id), JSON.stringify({ id, settled: true } satisfies JobNotice), '1');
+  async notifySettled(queue: string, id: string): Promise<void> {
+    await notify(this.redis, this.config.redisPrefix, queue, { id, settled: true }, true);
   }
 
   /** Calls `listener` for every notice of job `id` until the returned function is called. */
@@ -125,10 +129,6 @@ export class JobNotices implements OnModuleInit {
     return new JobWatch(this, id, this.lifecycle);
   }
 
-  get watched(): number {
-    return this.listeners.size;
-  }
-
   private channel(queue: string): string {
     const channel = this.channels.get(queue);
     if (!channel) throw new Error(`no queue named "${queue}"`);
@@ -136,15 +136,10 @@ export class JobNotices implements OnModuleInit {
   }
 
   private receive(message: string): void {
-    let notice: JobNotice;
-    try {
-      notice = JSON.parse(message) as JobNotice;
-    } catch {
-      return;
-    }
-    if (!this.listeners.has(notice.id)) return;
+    const notice = decodeNotice(message);
+    if (!notice || !this.listeners.has(notice.id)) return;
     if ('progress' in notice) this.emit(notice.id, { kind: 'progress', progress: notice.progress });
-    else if ('final' in notice) this.emit(notice.id, { kind: 'final', state: notice.final, record: notice.record && { ...notice.record, id: notice.id } });
+    else if ('final' in notice) this.emit(notice.id, { kind: 'final', state: notice.final, record: notice.record });
     else this.emit(notice.id, { kind: 'settled' });
   }
 

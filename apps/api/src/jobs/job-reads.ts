@@ -7,7 +7,7 @@ import { JobNotices } from './job-notices';
 import { JobOwners } from './job-owners';
 import { JobStore } from './job-store';
 import { isFinal, JobView, viewOfJob } from './job-view';
-import type { Outcome } from './submit-pipeline';
+import type { Outcome } from './outcome';
 
 /** The job lifecycle's read side as the HTTP API sees it: read a job, wait for it, watch it. */
 @Injectable()
@@ -24,7 +24,7 @@ export class JobReads {
    * The answer to one outcome of the submit pipeline for a job of `queueName`: its view, once final
    * if the caller waits (`waitMs`), read from the notice that ends the job when it carries the job.
    */
-  async settle(outcome: Outcome, waitMs: number, queueName: string, timing?: ServerTiming): Promise<JobView> {
+  async answer(outcome: Outcome, waitMs: number, queueName: string, timing?: ServerTiming): Promise<JobView> {
     if (outcome.kind === 'rejected') throw outcome.error;
     if (outcome.kind === 'cached') return outcome.view;
     const queue = this.queues.get(queueName);

@@ -100,7 +100,7 @@ export class JobsService {
   private async enqueue(job: PreparedJob, options: SubmitOptions, claim?: Pick<AcceptOptions, 'idFor' | 'takeover' | 'adding'>): Promise<Submitted> {
     const { scope, submission, timing, waitSeconds } = options;
     const [outcome] = await this.pipeline.accept(job.def, [job], { scope, submission, timing, wait: waitSeconds > 0, ...claim });
-    const view = await this.reads.settle(outcome, waitSeconds * 1000, job.def.queue, timing);
+    const view = await this.reads.answer(outcome, waitSeconds * 1000, job.def.queue, timing);
     return { view, outcome: outcome.kind };
   }
 }

@@ -10,25 +10,14 @@ import type { ServerTiming } from '../http/server-timing';
 import { Backlog } from './backlog';
 import type { PreparedJob } from './job-input';
 import { JobExpiry } from './job-expiry';
-import { JobNotices, type JobWatch } from './job-notices';
+import { JobNotices } from './job-notices';
 import { JobOwners } from './job-owners';
 import { iso, type JobView, viewOfCached } from './job-view';
 import { newJob, startDeadline, type Submission } from './new-job';
+import type { Outcome } from './outcome';
 import { JobQueues, QUEUE_REDIS } from '../queues/queue.providers';
 import { ReplicaAck } from './replica-ack';
 import { SubmissionMetrics } from './submission.metrics';
-
-/**
- * What became of one piece of work: answered from the cache, queued as a new job, joined an
- * identical job in flight (or, under an Idempotency-Key taken over, the job a request that died
- * had added), or refused (the backlog is full). `watch`, when the caller will wait, listens to the
- * job already.
- */
-export type Outcome =
-  | { kind: 'cached'; view: JobView }
-  | { kind: 'queued'; view: JobView; watch?: JobWatch }
-  | { kind: 'joined'; id: string; watch?: JobWatch }
-  | { kind: 'rejected'; error: ApiError };
 
 export interface AcceptOptions {
   /** The caller: with API keys, every job it gets counts it among its owners. */
