@@ -1,12 +1,14 @@
 import { Redis } from 'ioredis';
 import type { Config } from '@app/config';
-import { queueKeys } from '@app/queue';
+import { JobRegistry } from '@app/jobs';
+import { ownersKey } from '@app/queue';
 import { JobOwners } from '../apps/api/src/jobs/job-owners';
 import { RedisServer } from './support/redis';
 
 /** JobOwners on a Redis of the test's own, whose command counts are the test's alone. */
 describe('job owners', () => {
   const prefix = 'owners-test';
+  const registry = JobRegistry.forConfig({ chaosJobs: false });
   let server: RedisServer;
   let redis: Redis;
   let admin: Redis;
@@ -15,7 +17,7 @@ describe('job owners', () => {
     server = await RedisServer.start();
     redis = new Redis(server.url);
     admin = new Redis(server.url);
-    owners = new JobOwners(redis, { apiKeys: [{ name: 'a', key: 'k'.repeat(32) }], redisPrefix: prefix } as unknown as Config);
+    owners = new JobOwners(redis, redis, { apiKeys: [{ name: 'a', key: 'k'.repeat(32) }], redisPrefix: prefix } as unknown as Config, registry);
   });
   afterAll(async () => {
     await Promise.all([redis?.quit(), admin?.quit()]);
@@ -25,32 +27,32 @@ describe('job owners', () => {
 
   it("records a cache hit's caller once per replica while the result lives; other callers, expired results and new jobs are written", async () => {
     const until = Date.now() + 60_000;
-    await owners.add([], 'alice', [{ id: 'done-1', expiresAt: until }]);
+    await owners.add('default', [], 'alice', [{ id: 'done-1', expiresAt: until }]);
     expect(await sadds()).toBe(1);
     await expect(owners.owns('done-1', 'alice')).resolves.toBe(true);
     // The same caller again: its record stays as long as the result, nothing to write.
-    await owners.add([], 'alice', [{ id: 'done-1', expiresAt: until }]);
+    await owners.add('default', [], 'alice', [{ id: 'done-1', expiresAt: until }]);
     expect(await sadds()).toBe(1);
     // Another caller is recorded.
-    await owners.add([], 'bob', [{ id: 'done-1', expiresAt: until }]);
+    await owners.add('default', [], 'bob', [{ id: 'done-1', expiresAt: until }]);
     expect(await sadds()).toBe(2);
     await expect(owners.owns('done-1', 'bob')).resolves.toBe(true);
     // A result past its expiry, or of unknown expiry, is written each time.
-    await owners.add([], 'carol', [{ id: 'done-2', expiresAt: Date.now() - 1 }]);
-    await owners.add([], 'carol', [{ id: 'done-2' }]);
+    await owners.add('default', [], 'carol', [{ id: 'done-2', expiresAt: Date.now() - 1 }]);
+    await owners.add('default', [], 'carol', [{ id: 'done-2' }]);
     expect(await sadds()).toBe(4);
     // A job added or joined is written each time: its owners may still withdraw while it runs.
-    await owners.add(['running-1'], 'alice', [{ id: 'done-1', expiresAt: until }]);
-    await owners.add(['running-1'], 'alice');
+    await owners.add('default', ['running-1'], 'alice', [{ id: 'done-1', expiresAt: until }]);
+    await owners.add('default', ['running-1'], 'alice');
     expect(await sadds()).toBe(6);
     // A set the hit created has the in-flight lifetime.
-    expect(await redis.ttl(queueKeys(prefix).owners('done-2'))).toBeGreaterThan(24 * 3600);
+    expect(await redis.ttl(ownersKey(prefix, 'default', 'done-2'))).toBeGreaterThan(24 * 3600);
   });
 
   it('records nothing without API keys', async () => {
     const before = await sadds();
-    const open = new JobOwners(redis, { apiKeys: [], redisPrefix: prefix } as unknown as Config);
-    await open.add(['x'], 'anyone', [{ id: 'y', expiresAt: Date.now() + 60_000 }]);
+    const open = new JobOwners(redis, redis, { apiKeys: [], redisPrefix: prefix } as unknown as Config, registry);
+    await open.add('default', ['x'], 'anyone', [{ id: 'y', expiresAt: Date.now() + 60_000 }]);
     expect(await sadds()).toBe(before);
     await expect(open.owns('x', 'someone-else')).resolves.toBe(true);
   });

@@ -13,7 +13,7 @@ const readRepo = (path: string) => readFileSync(join(ROOT, path), 'utf8');
 
 /** Which app exports each family (both: the HTTP histogram, Redis connections, Node's defaults). */
 const EXPORTED_BY: Record<'api' | 'worker', string[]> = {
-  api: [METRICS.httpRequestDuration, METRICS.redisConnected, METRICS.eventLoopLagP99, METRICS.jobsSubmitted, METRICS.cacheLookups, METRICS.queueJobs, METRICS.queueBacklog, METRICS.jobsExpired],
+  api: [METRICS.httpRequestDuration, METRICS.redisConnected, METRICS.eventLoopLagP99, METRICS.jobsSubmitted, METRICS.cacheLookups, METRICS.queueJobs, METRICS.queueBacklog, METRICS.jobsExpired, METRICS.jobsWatched],
   worker: [
     METRICS.httpRequestDuration,
     METRICS.redisConnected,

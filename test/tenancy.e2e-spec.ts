@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { Queue } from 'bullmq';
 import IORedis from 'ioredis';
 import { canonicalJson, contentKey, coreJobs } from '@app/jobs';
-import { type JobData, queueKeys, queuePrefix, watchersKey } from '@app/queue';
+import { type JobData, ownersKey, queuePrefix, watchersKey } from '@app/queue';
 import { AppProcess, AppEnv, startAll, startApp, stackEnv } from './support/apps';
 import { ifPresent } from './support/capabilities';
 import { getJob, readEvents, request, submit } from './support/http';
@@ -106,7 +106,7 @@ describe('tenancy: one API key cannot see, cancel or poison another key\'s work'
   }, 90_000);
 
   it('a submission that joins an identical job leaves no owner or watcher record under the id it planned', async () => {
-    const records = async () => [...(await redis.keys(queueKeys(env.REDIS_PREFIX!).owners('*'))), ...(await redis.keys(watchersKey(env.REDIS_PREFIX!, 'default', '*')))];
+    const records = async () => [...(await redis.keys(ownersKey(env.REDIS_PREFIX!, 'default', '*'))), ...(await redis.keys(watchersKey(env.REDIS_PREFIX!, 'default', '*')))];
     const before = new Set(await records());
     const input = { n: 43 }; // seconds, and not cached by the tests before
     const first = await submit(api.url, 'fibonacci', input, { headers: as(ALICE) });

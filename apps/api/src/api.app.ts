@@ -7,7 +7,7 @@ import { CACHE_REDIS } from '@app/cache';
 import { type Config, ConfigError } from '@app/config';
 import { Lifecycle } from '@app/health';
 import { JobRegistry } from '@app/jobs';
-import { createLogger, NestPinoLogger, QUIET_PATHS, registerRequestLog } from '@app/logging';
+import { createLogger, logUnhandledRejections, NestPinoLogger, QUIET_PATHS, registerRequestLog } from '@app/logging';
 import { registerHttpMetrics } from '@app/metrics';
 import { checkRedisTargets, logRedisRefusals, watchEvictionPolicy } from '@app/redis';
 import { type Tracing, TRACING } from '@app/tracing';
@@ -35,6 +35,7 @@ export async function createApi(config: Config, root: (api: DynamicModule) => Dy
   const blobs = await openConfiguredBlobStore(config.blobStore, JobRegistry.forConfig(config).fileTypes());
   if ('problem' in blobs) throw new ConfigError([blobs.problem]);
   const pino = createLogger(config, 'api');
+  logUnhandledRejections(pino);
   const logger = new NestPinoLogger(pino);
   const app = await NestFactory.create<NestFastifyApplication>(root(ApiModule.forRoot(config, pino, blobs.store)), createAdapter(config), {
     logger,

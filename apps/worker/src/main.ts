@@ -6,7 +6,7 @@ import { CACHE_REDIS } from '@app/cache';
 import { ConfigError, loadConfig } from '@app/config';
 import { Lifecycle } from '@app/health';
 import { JobRegistry, knownVersions } from '@app/jobs';
-import { createLogger, NestPinoLogger } from '@app/logging';
+import { createLogger, logUnhandledRejections, NestPinoLogger } from '@app/logging';
 import { registerHttpMetrics } from '@app/metrics';
 import { checkRedisTargets, logRedisRefusals, watchEvictionPolicy } from '@app/redis';
 import { TRACING } from '@app/tracing';
@@ -34,6 +34,7 @@ async function bootstrap(): Promise<void> {
   const blobs = await openConfiguredBlobStore(config.blobStore, JobRegistry.forConfig(config).fileTypes());
   if ('problem' in blobs) throw new ConfigError([blobs.problem]);
   const pino = createLogger(config, 'worker');
+  logUnhandledRejections(pino);
   const logger = new NestPinoLogger(pino);
   const app = await NestFactory.create<NestFastifyApplication>(WorkerModule.forRoot(config, pino, blobs.store), new FastifyAdapter(), {
     logger,

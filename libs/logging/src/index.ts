@@ -4,3 +4,4 @@ export { LOGGER, LoggingModule } from './logging.module';
 export { NestPinoLogger } from './nest-logger';
 export { QUIET_PATHS, registerRequestLog } from './request-log';
 export { requestIdFrom } from './request-id';
+export { logUnhandledRejections } from './unhandled-rejections';

@@ -24,6 +24,8 @@ export const METRICS = {
   queueJobs: 'nest_offload_queue_jobs',
   /** Gauge {queue}: waiting + prioritized + active; scale a queue's workers on it. */
   queueBacklog: 'nest_offload_queue_backlog',
+  /** Gauge: jobs this API replica waits on (Prefer: wait, event streams, cancels, webhook deliveries). */
+  jobsWatched: 'nest_offload_jobs_watched',
 
   // Worker
   /** Counter {type, outcome}: attempts finished, outcome completed, split, handed_back or a failure code. */

@@ -79,6 +79,16 @@ export function noticeChannel(prefix: string, queue: string, replicaId: string):
   return `${queuePrefix(prefix, queue)}:api:${replicaId}`;
 }
 
+/**
+ * The set of the callers (scopes) that submitted or joined job `jobId` of `queue`: with API keys,
+ * only they may read, stream or cancel it. Kept as long as the job or its cached result is readable.
+ * why in the queue's hash slot: written with the job, on the same connection, one WAIT covers both
+ * (REDIS_MIN_REPLICAS_ACK), on Redis Cluster too, and a failover of the job's shard takes both or neither.
+ */
+export function ownersKey(prefix: string, queue: string, jobId: string): string {
+  return `${queuePrefix(prefix, queue)}:owners:${jobId}`;
+}
+
 /** The set of the notice channels (API replicas) waiting on job `jobId` of `queue` (see notice.protocol.ts). */
 export function watchersKey(prefix: string, queue: string, jobId: string): string {
   return `${queuePrefix(prefix, queue)}:watch:${jobId}`;
@@ -98,11 +108,6 @@ export function queueKeys(prefix: string) {
      * itself). why the name: it held cancelled views first, and a rolling update keeps finding them.
      */
     cancelledView: (jobId: string) => `${prefix}:cancelled:${jobId}`,
-    /**
-     * Set of the callers (scopes) that submitted or joined a job: with API keys, only they may read,
-     * stream or cancel it. Kept as long as the job or its cached result is readable.
-     */
-    owners: (jobId: string) => `${prefix}:owners:${jobId}`,
     /**
      * Hash of a fan-out job's children's progress (chunk index → percent), averaged into its own. In
      * the parent's queue's hash slot, so one script updates both.

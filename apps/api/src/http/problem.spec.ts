@@ -40,6 +40,13 @@ describe('toProblem', () => {
     expect(p.unexpected).toBe(false);
   });
 
+  it("answers 503 when Redis refuses a command to the service's user (NOPERM), and counts it unexpected: an operator must act", () => {
+    const p = toProblem(new Error("NOPERM User default has no permissions to run the 'publish' command"));
+    expect(p).toMatchObject({ status: 503, unexpected: true, body: { code: 'QUEUE_UNAVAILABLE' } });
+    expect(p.headers['retry-after']).toBeDefined();
+    expect(JSON.stringify(p.body)).not.toMatch(/default|publish/);
+  });
+
   it('never leaks an unexpected error', () => {
     const p = toProblem(new TypeError('secret internals at /srv/app.js:1'));
     expect(p.status).toBe(500);

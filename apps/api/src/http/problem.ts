@@ -89,5 +89,10 @@ export function toProblem(error: unknown): ProblemResponse {
   if (err?.message && REDIS_DOWN.test(err.message)) {
     return toProblem(new ApiError('QUEUE_UNAVAILABLE', 'Redis is unreachable; retry shortly', { retryAfterSeconds: 5 }));
   }
+  // A Redis user without a command the request needs (a least-privilege ACL missing one): the
+  // service cannot do this until an operator grants it, so 503 for the client, and logged as unexpected.
+  if (err?.message && /^NOPERM\b/.test(err.message)) {
+    return { ...toProblem(new ApiError('QUEUE_UNAVAILABLE', 'Redis refused a command this request needs; retry later', { retryAfterSeconds: 5 })), unexpected: true };
+  }
   return { ...toProblem(new ApiError('INTERNAL', 'An internal error occurred')), unexpected: true };
 }

@@ -48,7 +48,7 @@ export class JobCancels {
     }
     const current = viewOfJob(record, state);
     if (isFinal(current)) throw new ApiError('JOB_ALREADY_FINISHED', `Job "${id}" is already ${current.status}`);
-    if (this.owners.enabled && (await this.owners.withdraw(id, scope)) > 0) return viewOfWithdrawn(current);
+    if (this.owners.enabled && (await this.owners.withdraw(queue!.name, id, scope)) > 0) return viewOfWithdrawn(current);
 
     await flagCancelled(this.redis, [queue!.toKey(id)]);
     // A fan-out job waiting for its chunks: stopping them wakes it, and it ends as cancelled.
@@ -59,12 +59,12 @@ export class JobCancels {
       await this.store.saveRemoved(cancelled);
       // Whoever waits on it (another replica's Prefer: wait, an event stream) reads the cancelled view.
       await this.notices.notifySettled(queue!.name, id);
-      await this.owners.finished(id, this.config.jobRetentionSeconds);
+      await this.owners.finished(queue!.name, id, this.config.jobRetentionSeconds);
       return cancelled;
     }
     // Running (or picked up between our read and the remove, which then refuses: it holds a lock).
-    const confirmed = this.reads.waitUntilFinal(id, CANCEL_CONFIRM_MS, undefined, queue);
-    await this.redis.publish(this.keys.cancelChannel, id);
+    // why awaited together: if the publish fails, the wait still has a handler (and the reverse).
+    const [confirmed] = await Promise.all([this.reads.waitUntilFinal(id, CANCEL_CONFIRM_MS, undefined, queue), this.redis.publish(this.keys.cancelChannel, id)]);
     return confirmed;
   }
 }

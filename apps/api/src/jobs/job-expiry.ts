@@ -128,6 +128,6 @@ export class JobExpiry implements OnApplicationBootstrap, OnApplicationShutdown 
     await this.store.saveRemoved(viewOfExpired(viewOfJob(record, state)));
     this.expired.get(record.name)?.inc();
     // Whoever waits on it (Prefer: wait, an event stream, a webhook delivery) reads the expired view.
-    await Promise.all([this.notices.notifySettled(queue.name, id), this.owners.finished(id, this.config.jobRetentionSeconds)]);
+    await Promise.all([this.notices.notifySettled(queue.name, id), this.owners.finished(queue.name, id, this.config.jobRetentionSeconds)]);
   }
 }

@@ -1,9 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { Inject, Injectable, OnModuleInit } from '@nestjs/common';
 import { Cluster } from 'ioredis';
+import { Gauge, Registry } from 'prom-client';
 import { CONFIG, type Config } from '@app/config';
 import { Lifecycle } from '@app/health';
 import { JobRegistry } from '@app/jobs';
+import { METRICS } from '@app/metrics';
 import { decodeNotice, type JobRecord, noticeChannel, notify, watchersKey } from '@app/queue';
 import { type RedisClient, RedisConnections } from '@app/redis';
 import { QUEUE_REDIS } from '../queues/queue.providers';
@@ -49,7 +51,17 @@ export class JobNotices implements OnModuleInit {
     @Inject(QUEUE_REDIS) private readonly redis: RedisClient,
     private readonly lifecycle: Lifecycle,
     connections: RedisConnections,
+    metrics: Registry,
   ) {
+    const listeners = this.listeners;
+    new Gauge({
+      name: METRICS.jobsWatched,
+      help: 'Jobs this API replica waits on (Prefer: wait, event streams, cancels, webhook deliveries); one that only grows is a leak',
+      registers: [metrics],
+      collect() {
+        this.set(listeners.size);
+      },
+    });
     this.channels = new Map(registry.queues().map((queue) => [queue, noticeChannel(config.redisPrefix, queue, this.replicaId)]));
     // why a connection of its own: a subscribed connection runs nothing else.
     this.subscriber = connections.open('events', config.queueRedis, 'sharded-subscriber', 'nest-offload:api-notices');
@@ -93,13 +105,12 @@ export class JobNotices implements OnModuleInit {
     await Promise.all([connection.sadd(key, this.channel(queue)), connection.expire(key, WATCH_TTL_SECONDS)]);
   }
 
-  /** Deletes the watcher sets of `ids` of `queue`, registered for jobs that were never added (the submission joined another). */
-  async forget(queue: string, ids: readonly string[]): Promise<void> {
-    if (ids.length > 0) await this.redis.del(...ids.map((id) => watchersKey(this.config.redisPrefix, queue, id)));
-  }
-
-  get watched(): number {
-    return this.listeners.size;
+  /**
+   * Deletes the watcher sets of `ids` of `queue`, registered for jobs that were never added (the
+   * submission joined another), on `connection` (the one that registered them).
+   */
+  async forget(queue: string, ids: readonly string[], connection: RedisClient = this.redis): Promise<void> {
+    if (ids.length > 0) await connection.del(...ids.map((id) => watchersKey(this.config.redisPrefix, queue, id)));
   }
 
   /**

@@ -1,13 +1,14 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { CONFIG, type Config } from '@app/config';
-import { queueKeys, SCHEDULED_JOB_ID } from '@app/queue';
+import { JobRegistry } from '@app/jobs';
+import { ownersKey, SCHEDULED_JOB_ID } from '@app/queue';
 import { LuaScript, type RedisClient } from '@app/redis';
-import { QUEUE_REDIS } from '../queues/queue.providers';
+import { QUEUE_REDIS, SUBMIT_REDIS } from '../queues/queue.providers';
 
 /**
  * How long an owner set lives before its job finishes. why so long: a job may wait in a backlog for
  * a long time, and its owners must outlive the wait; when the job ends, the worker shortens it to
- * as long as the job or its cached result stays readable (see OWNERS_AFTER_FINISH in the worker).
+ * as long as the job or its cached result stays readable (see ownersOutlive in the worker's JobProcessor).
  */
 const OWNERS_IN_FLIGHT_SECONDS = 7 * 24 * 3600;
 
@@ -39,38 +40,42 @@ return 0`, 1);
 @Injectable()
 export class JobOwners {
   readonly enabled: boolean;
-  private readonly keys: ReturnType<typeof queueKeys>;
+  private readonly prefix: string;
+  private readonly queues: readonly string[];
   /** Caller and finished job, recorded by this replica, until when the record surely stays (oldest first). */
   private readonly recorded = new Map<string, number>();
 
   constructor(
     @Inject(QUEUE_REDIS) private readonly redis: RedisClient,
+    /** why the submissions' connection for the writes: the WAIT after an add covers them (REDIS_MIN_REPLICAS_ACK). */
+    @Inject(SUBMIT_REDIS) private readonly writer: RedisClient,
     @Inject(CONFIG) config: Config,
+    registry: JobRegistry,
   ) {
     this.enabled = config.apiKeys.length > 0;
-    this.keys = queueKeys(config.redisPrefix);
+    this.prefix = config.redisPrefix;
+    this.queues = registry.queues();
   }
 
   /**
-   * Records `scope` as an owner of each of `ids` (jobs it added or joined) and of the finished jobs
-   * whose cached results it got (`hits`). why one round trip and no MULTI: on Redis Cluster the sets
-   * of a batch live on many slots; the commands go out together and are answered together.
+   * Records `scope` as an owner of each of `ids` of `queue` (jobs it added or joined) and of the
+   * finished jobs whose cached results it got (`hits`, jobs of the same type, so of `queue` too).
    *
    * A hit this replica has recorded for `scope` before is not written again: a finished job's owner
    * set only grows (DELETE refuses a finished job, so nobody withdraws) and lives at least as long
    * as its cached result (the worker gives it the longer of JOB_RETENTION_SECONDS and the cache
    * TTL), so a caller that repeats a submission costs no write after its first.
    */
-  async add(ids: readonly string[], scope: string, hits: readonly CacheHit[] = []): Promise<void> {
+  async add(queue: string, ids: readonly string[], scope: string, hits: readonly CacheHit[] = []): Promise<void> {
     if (!this.enabled) return;
     const now = Date.now();
     const unrecorded = hits.filter((hit) => !((this.recorded.get(recordKey(scope, hit.id)) ?? 0) > now));
     if (ids.length === 0 && unrecorded.length === 0) return;
     await Promise.all(
       [...unrecorded.map((hit) => hit.id), ...ids].flatMap((id) => {
-        const key = this.keys.owners(id);
+        const key = ownersKey(this.prefix, queue, id);
         // why NX: a set that already has a lifetime (a finished job's) keeps it.
-        return [this.redis.sadd(key, scope), this.redis.expire(key, OWNERS_IN_FLIGHT_SECONDS, 'NX')];
+        return [this.writer.sadd(key, scope), this.writer.expire(key, OWNERS_IN_FLIGHT_SECONDS, 'NX')];
       }),
     );
     for (const { id, expiresAt } of unrecorded) {
@@ -83,28 +88,31 @@ export class JobOwners {
     }
   }
 
-  /** Deletes the owner sets of `ids`, planned for jobs that were never added (the submission joined another). */
-  async forget(ids: readonly string[]): Promise<void> {
-    if (!this.enabled) return;
-    // why one DEL per set: on Redis Cluster they live on different slots.
-    await Promise.all(ids.map((id) => this.redis.del(this.keys.owners(id))));
+  /** Deletes the owner sets of `ids` of `queue`, planned for jobs that were never added (the submission joined another). */
+  async forget(queue: string, ids: readonly string[]): Promise<void> {
+    if (this.enabled && ids.length > 0) await this.writer.del(...ids.map((id) => ownersKey(this.prefix, queue, id)));
   }
 
-  /** True when `scope` may see job `id` (always, without API keys). */
+  /**
+   * True when `scope` may see job `id` (always, without API keys). why every queue's set at once
+   * when the caller does not know the job's queue: one round trip either way, and with one queue
+   * (the common case) one command.
+   */
   async owns(id: string, scope: string): Promise<boolean> {
     if (!this.enabled || SCHEDULED_JOB_ID.test(id)) return true;
-    return (await this.redis.sismember(this.keys.owners(id), scope)) === 1;
+    const found = await Promise.all(this.queues.map((queue) => this.redis.sismember(ownersKey(this.prefix, queue, id), scope)));
+    return found.includes(1);
   }
 
-  /** Withdraws `scope`'s interest in job `id` unless it is the last owner; resolves with how many others remain. */
-  async withdraw(id: string, scope: string): Promise<number> {
+  /** Withdraws `scope`'s interest in job `id` of `queue` unless it is the last owner; resolves with how many others remain. */
+  async withdraw(queue: string, id: string, scope: string): Promise<number> {
     if (!this.enabled || SCHEDULED_JOB_ID.test(id)) return 0;
-    return (await WITHDRAW.run(this.redis, this.keys.owners(id), scope)) as number;
+    return (await WITHDRAW.run(this.redis, ownersKey(this.prefix, queue, id), scope)) as number;
   }
 
-  /** Gives job `id`'s owners the lifetime of its cancelled view (a job cancelled while queued). */
-  async finished(id: string, seconds: number): Promise<void> {
-    if (this.enabled) await this.redis.expire(this.keys.owners(id), seconds);
+  /** Gives the owners of job `id` of `queue` the lifetime of its cancelled view (a job cancelled while queued). */
+  async finished(queue: string, id: string, seconds: number): Promise<void> {
+    if (this.enabled) await this.redis.expire(ownersKey(this.prefix, queue, id), seconds);
   }
 }
 

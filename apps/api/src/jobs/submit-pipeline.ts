@@ -10,7 +10,7 @@ import type { ServerTiming } from '../http/server-timing';
 import { Backlog } from './backlog';
 import type { PreparedJob } from './job-input';
 import { JobExpiry } from './job-expiry';
-import { JobNotices } from './job-notices';
+import { JobNotices, type JobWatch } from './job-notices';
 import { JobOwners } from './job-owners';
 import { iso, type JobView, viewOfCached } from './job-view';
 import { newJob, startDeadline, type Submission } from './new-job';
@@ -69,7 +69,7 @@ export class SubmitPipeline {
     // The caller may read a cached result by its id from now on, like the caller whose job produced it.
     const hits = cached.filter((hit) => hit !== undefined);
     if (work.length === 0) {
-      await this.owners.add([], options.scope, hits);
+      await this.owners.add(def.queue, [], options.scope, hits);
       return outcomes;
     }
 
@@ -84,22 +84,31 @@ export class SubmitPipeline {
     }
     const adding = work.slice(0, admitted).map((i) => ({ i, id: options.idFor?.(i) ?? randomUUID() }));
     if (adding.length === 0) {
-      await this.owners.add([], options.scope, hits);
+      await this.owners.add(def.queue, [], options.scope, hits);
       return outcomes;
     }
 
     const submitter = this.queues.submitter(def.queue);
     const connection = this.queues.submitConnection;
-    // why listen first, and the watchers on the add's own connection: a job can end as soon as it is
-    // added; Redis runs a connection's commands in order, so the worker that ends it finds the watcher.
-    const watches = options.wait ? adding.map(({ id }) => this.notices.watch(id)) : [];
+    // Every watch this submission opens; if any step fails, the caller gets no outcome, so all close.
+    const watches: JobWatch[] = [];
+    const watch = (id: string) => {
+      const opened = this.notices.watch(id);
+      watches.push(opened);
+      return opened;
+    };
     const closeAll = (error: unknown): never => {
-      watches.forEach((watch) => watch.close());
+      watches.forEach((opened) => opened.close());
       throw error;
     };
+    // why listen first, and the watchers on the add's own connection: a job can end as soon as it is
+    // added; Redis runs a connection's commands in order, so the worker that ends it finds the watcher.
+    const planned = options.wait ? adding.map(({ id }) => watch(id)) : [];
+    const ids = adding.map(({ id }) => id);
     const mark = this.replicas.mark(queue);
-    // The watchers, the deadlines, the owners and the add leave in one write (coalesceWrites in libs/redis).
-    const alongside: Array<Promise<unknown>> = options.wait ? adding.map(({ id }) => this.notices.register(def.queue, id, connection)) : [];
+    // The watchers, the deadlines, the owners and the add leave on the submit connection, in one
+    // write (coalesceWrites in libs/redis), so one WAIT after them covers them all.
+    const alongside: Array<Promise<unknown>> = options.wait ? ids.map((id) => this.notices.register(def.queue, id, connection)) : [];
     const startBy = startDeadline(def, options.submission);
     const deadlines = startDeadlinesKey(this.config.redisPrefix, def.queue);
     if (startBy !== undefined) {
@@ -110,12 +119,12 @@ export class SubmitPipeline {
     const newJobs = adding.map(({ i, id }) => newJob(jobs[i], id, options.submission, this.config.jobRetentionSeconds, startBy));
     const [added] = await Promise.all([
       newJobs.length === 1 ? submitter.add(newJobs[0].name, newJobs[0].data, newJobs[0].opts).then((job) => [job]) : submitter.addBulk(newJobs),
-      this.owners.add(adding.map(({ id }) => id), options.scope, hits),
+      this.owners.add(def.queue, ids, options.scope, hits),
       ...alongside,
     ]).catch(closeAll);
     options.timing?.mark('enqueue');
-    // One WAIT covers them all: they were written on one connection, before it. A joined job too:
-    // joining wrote a "deduplicated" event after the job it joined.
+    // One WAIT covers them all: they were written on one connection, before it, in the queue's slot.
+    // A joined job too: joining wrote a "deduplicated" event after the job it joined.
     await this.replicas.confirm(queue, added.at(-1)!.id!, mark, options.timing).catch(closeAll);
 
     const joined: string[] = [];
@@ -124,30 +133,33 @@ export class SubmitPipeline {
       const { i, id } = adding[n];
       if (job.id === id && !options.takeover) {
         const view: JobView = { id, type: def.name, status: 'queued', attempts: 0, createdAt: iso(job.timestamp)! };
-        outcomes[i] = { kind: 'queued', view, watch: watches[n] };
+        outcomes[i] = { kind: 'queued', view, watch: planned[n] };
         return;
       }
       // An identical job queued or running (or just finished): the caller gets that one.
-      watches[n]?.close();
+      planned[n]?.close();
       if (job.id !== id) {
         joined.push(job.id!);
         // why not an Idempotency-Key's planned id: a request taking over the key adds under that id too.
         if (!options.idFor) unused.push(id);
       }
-      outcomes[i] = { kind: 'joined', id: job.id!, watch: options.wait ? this.notices.watch(job.id!) : undefined };
+      outcomes[i] = { kind: 'joined', id: job.id!, watch: options.wait ? watch(job.id!) : undefined };
     });
     if (joined.length > 0) {
       // The joined jobs were added by others: this replica becomes their watcher before anyone reads
-      // them, and keeps them wanted until its own deadline. The fresh ids it planned instead never
+      // them, keeps them wanted until its own deadline, and the caller becomes one of their owners,
+      // as durably as the add (the same connection, then WAIT). The fresh ids it planned instead never
       // named a job: their owner, deadline and watcher records go, in the same write (else every join
       // left a set for 7 days).
+      const joinMark = this.replicas.mark(queue);
       await Promise.all([
-        this.owners.add(joined, options.scope),
-        this.owners.forget(unused),
+        this.owners.add(def.queue, joined, options.scope),
+        this.owners.forget(def.queue, unused),
         ...joined.map((id) => extendDeadline(this.redis, deadlines, id, startBy ?? NO_DEADLINE)),
         ...(startBy !== undefined && unused.length > 0 ? [this.redis.zrem(deadlines, ...unused)] : []),
-        ...(options.wait ? [...joined.map((id) => this.notices.register(def.queue, id)), this.notices.forget(def.queue, unused)] : []),
-      ]);
+        ...(options.wait ? [...joined.map((id) => this.notices.register(def.queue, id, connection)), this.notices.forget(def.queue, unused, connection)] : []),
+      ]).catch(closeAll);
+      await this.replicas.confirm(queue, joined.at(-1)!, joinMark, options.timing).catch(closeAll);
     }
     return outcomes;
   }

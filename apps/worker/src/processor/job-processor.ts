@@ -4,7 +4,7 @@ import { ResultCache } from '@app/cache';
 import { CONFIG, type Config } from '@app/config';
 import { CodedJobError, isRetried, JobFailureCode, JobRegistry, knownVersions, parseFailure, runnerOf } from '@app/jobs';
 import { type Logger, LOGGER } from '@app/logging';
-import { pastDeadline, queueKeys, queuePrefix, startDeadlinesKey } from '@app/queue';
+import { ownersKey, pastDeadline, queuePrefix, startDeadlinesKey } from '@app/queue';
 import type { RedisClient } from '@app/redis';
 import { SPAN_ATTRIBUTES, type Tracing, TRACING } from '@app/tracing';
 import { JobPool, type RunOptions } from '../pool/job-pool';
@@ -61,7 +61,6 @@ function stopSignal(signal: AbortSignal, timeoutMs: number): { signal: AbortSign
 @Injectable()
 export class JobProcessor implements OnApplicationBootstrap {
   private workers: SlotWorker[] = [];
-  private readonly keys: ReturnType<typeof queueKeys>;
   private readonly logger: Logger;
   private readonly cancels = new CancelRequests();
   /**
@@ -88,7 +87,6 @@ export class JobProcessor implements OnApplicationBootstrap {
     @Inject(TRACING) private readonly tracing: Tracing | null,
   ) {
     this.logger = rootLogger.child({ context: JobProcessor.name });
-    this.keys = queueKeys(config.redisPrefix);
     this.cacheOnQueueRedis = config.cacheRedis === config.queueRedis;
     this.cacheWriter = this.cacheOnQueueRedis ? new ResultCache(redis, config.redisPrefix) : cache;
   }
@@ -168,7 +166,7 @@ export class JobProcessor implements OnApplicationBootstrap {
    * (no API keys) costs one no-op command.
    */
   private ownersOutlive(job: QueueJob, seconds: number): void {
-    void this.redis.expire(this.keys.owners(job.id!), seconds).catch(() => undefined);
+    void this.redis.expire(ownersKey(this.config.redisPrefix, job.queueName, job.id!), seconds).catch(() => undefined);
   }
 
   /**
