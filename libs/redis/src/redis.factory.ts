@@ -13,7 +13,8 @@ export type RedisClient = Redis | Cluster;
  *   answer 503 instead of hanging.
  * - `durable`: the worker's job bookkeeping. Waits and retries through an outage, so a finished
  *   job's result is delivered once Redis is back (BullMQ requires maxRetriesPerRequest: null).
- * - `blocking`: long blocking reads (QueueEvents, subscribers). Never times out.
+ * - `blocking`: waits on Redis rather than sending to it (the worker's cancel subscriber). Never
+ *   times out.
  * - `sharded-subscriber`: `blocking`, for sharded pub/sub (SSUBSCRIBE). On Cluster it opens one
  *   connection to the primary of each shard it subscribes on, and moves there after a failover.
  * Each holds for every topology: on Sentinel and Cluster a failover is one more outage, ended by
