@@ -18,7 +18,8 @@ const shared = {
   transform: { '^.+\\.(ts|js|mjs)$': swc },
   transformIgnorePatterns: ['/node_modules/(?!(@nestjs|nestjs-pino)/)'],
   moduleNameMapper: { '^@app/([a-z-]+)$': '<rootDir>/libs/$1/src' },
-  testEnvironment: 'node',
+  // why only then: it measures each suite's CPU for TEST_CPU_LOG (see test/support/cpu-log.ts).
+  testEnvironment: process.env.TEST_CPU_LOG ? '<rootDir>/test/support/cpu-environment.ts' : 'node',
 };
 
 /**

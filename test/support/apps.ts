@@ -1,6 +1,7 @@
 import { ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
+import { CPU_LOG, logCpu, processCpu, suiteName } from './cpu-log';
 import { runEnv, runPrefix } from './test-run';
 import { freePort, waitFor } from './wait';
 
@@ -24,6 +25,7 @@ export class AppProcess {
   readonly logs: LogLine[] = [];
   readonly stderr: string[] = [];
   readonly exited: Promise<number | null>;
+  private cpu?: { ready?: number; beforeStop?: number };
 
   constructor(
     readonly kind: 'api' | 'worker',
@@ -69,7 +71,22 @@ export class AppProcess {
   }
 
   signal(signal: NodeJS.Signals): void {
-    if (this.alive) this.proc.kill(signal);
+    if (!this.alive) return;
+    if (this.cpu) this.cpu.beforeStop ??= processCpu(this.pid);
+    this.proc.kill(signal);
+  }
+
+  /**
+   * With TEST_CPU_LOG set (see cpu-log.ts): logs, once it has exited, its CPU-s when it was found
+   * started (`started`: it was waited for) and when it was first told to stop (what it cost from then
+   * on is in its suite's line).
+   */
+  measureCpu(started: boolean): void {
+    const testPath = (globalThis as { expect?: { getState(): { testPath?: string } } }).expect?.getState().testPath;
+    this.cpu = { ready: started ? processCpu(this.pid) : undefined };
+    void this.exited.then(() =>
+      logCpu({ suite: testPath && suiteName(testPath), kind: this.kind, readyCpu: this.cpu!.ready, beforeStopCpu: this.cpu!.beforeStop }),
+    );
   }
 
   /** Sends `signal` and resolves with the exit code (null when killed by a signal). */
@@ -131,6 +148,7 @@ export async function startApp(
   try {
     if (until === 'ready') await app.ready(timeoutMs);
     if (until === 'live') await app.live(timeoutMs);
+    if (CPU_LOG) app.measureCpu(until !== 'none');
   } catch (error) {
     app.signal('SIGKILL');
     const lastLines = app.logs.slice(-5).map((l) => JSON.stringify(l)).join('\n');
