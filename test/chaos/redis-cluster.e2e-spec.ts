@@ -10,7 +10,7 @@ import { waitFor } from '../support/wait';
  * `default` queue's hash slot is killed (SIGKILL) under a steady load of `default` jobs and `heavy`
  * fan-out jobs. Its replica takes over; the apps follow the new slot map with no restart, and the
  * other shards keep serving meanwhile. Single flight, cancel markers and channel, rate limits,
- * QueueEvents, flows, the job store and the cache all work across shards. The API with
+ * the job notices, flows, the job store and the cache all work across shards. The API with
  * REDIS_MIN_REPLICAS_ACK=1 loses no accepted job; the one without shows what a failover can lose.
  */
 describe('Redis Cluster: the primary of the default queue fails over under load', () => {
@@ -44,7 +44,7 @@ describe('Redis Cluster: the primary of the default queue fails over under load'
     // Single flight across replicas and shards: identical submissions to both APIs join one job
     // (one that runs long enough for all four to arrive while it is queued or running).
     const same = { mode: 'spin', ms: 1500, tag: `cluster-join-${Date.now()}` };
-    const joined = await Promise.all([durable, plain, durable, plain].map((api) => submit(api.url, 'chaos', same)));
+    const joined = await Promise.all((['durable', 'plain', 'durable', 'plain'] as const).map((name) => submit(stack![name].url, 'chaos', same, { headers: FailoverStack.as(name) })));
 
     const load = stack.load(5);
     running = load;
@@ -68,7 +68,7 @@ describe('Redis Cluster: the primary of the default queue fails over under load'
     let lastReply: unknown;
     const unreplicated = await waitFor(
       async () => {
-        const reply = await submit(durable.url, 'echo', distinctEcho());
+        const reply = await submit(durable.url, 'echo', distinctEcho(), { headers: FailoverStack.as('durable') });
         lastReply = { status: reply.status, body: reply.body };
         return reply.body?.code === 'NOT_REPLICATED' ? reply : undefined;
       },
@@ -76,7 +76,7 @@ describe('Redis Cluster: the primary of the default queue fails over under load'
     ).catch((error: Error) => {
       throw new Error(`${error.message}; last reply ${JSON.stringify(lastReply)}`);
     });
-    const heavyMeanwhile = await submit(durable.url, 'spin', { tag: `cluster-heavy-${Date.now()}` });
+    const heavyMeanwhile = await submit(durable.url, 'spin', { tag: `cluster-heavy-${Date.now()}` }, { headers: FailoverStack.as('durable') });
     // WAIT blocks only the submissions' own connection: reads and readiness are not held up by it.
     const readyWhileUnreplicated = (await fetch(`${durable.url}/health/ready`)).status;
     await old.start();

@@ -7,10 +7,11 @@ import { waitFor } from '../support/wait';
  * Fault 6: the Sentinel-managed primary is killed (SIGKILL) under a steady load, with its replicas
  * cut off for the last second or so before (as a partition, or a replica far behind, would), so
  * the replica Sentinel promotes lacks what the primary wrote meanwhile. The API, both workers
- * (their BullMQ Workers and blocking reads), QueueEvents, the cancel subscriber and the cache
+ * (their BullMQ Workers and blocking reads), the notice subscription, the cancel subscriber and the cache
  * reconnect to it with no restart. The API with REDIS_MIN_REPLICAS_ACK=1 answered 503
- * NOT_REPLICATED while no replica confirmed, so none of its 202s is lost; the API without it
- * answered 202 and lost those jobs.
+ * NOT_REPLICATED while no replica confirmed, so none of its 202s is lost, each read back with its
+ * owner's API key (the owner record is as durable as the job); the API without it answered 202 and
+ * lost those jobs.
  */
 describe('Redis Sentinel: the primary fails over under load', () => {
   let set: SentinelSet | undefined;

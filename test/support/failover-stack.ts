@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { AppEnv, AppProcess, startAll, startApp, stackEnv } from './apps';
 import { distinctEcho, expectOnly503s, type LatencyStats, SubmitLoad, submitLatency } from './failover';
 import { getJob, type Reply, request, submit } from './http';
@@ -21,9 +22,15 @@ export interface FailoverOutcome {
 const fmt = (ms: number) => Math.round(ms * 100) / 100;
 
 /**
+ * The API key of each API's callers: with keys, every job has an owner record, and each ledger
+ * reads its jobs back with its owner's key, so an owner record a failover lost shows as a lost job.
+ */
+const KEYS = { durable: randomBytes(24).toString('hex'), plain: randomBytes(24).toString('hex') };
+
+/**
  * The failover tests' stack on a highly available Redis (Sentinel or Cluster): two APIs side by side,
- * `durable` with REDIS_MIN_REPLICAS_ACK=1 and `plain` without, two workers, a ledger per API, and
- * what every failover test checks once its load is over.
+ * `durable` with REDIS_MIN_REPLICAS_ACK=1 and `plain` without, each with callers of their own API key,
+ * two workers, a ledger per API, and what every failover test checks once its load is over.
  */
 export class FailoverStack {
   readonly ledgers: { durable: Ledger; plain: Ledger };
@@ -36,9 +43,14 @@ export class FailoverStack {
     readonly workers: AppProcess[],
   ) {
     this.ledgers = {
-      durable: new Ledger(`${kind} failover, REDIS_MIN_REPLICAS_ACK=1`),
-      plain: new Ledger(`${kind} failover, no REDIS_MIN_REPLICAS_ACK`),
+      durable: new Ledger(`${kind} failover, REDIS_MIN_REPLICAS_ACK=1`, FailoverStack.as('durable')),
+      plain: new Ledger(`${kind} failover, no REDIS_MIN_REPLICAS_ACK`, FailoverStack.as('plain')),
     };
+  }
+
+  /** The headers of the callers of API `name`: their API key. */
+  static as(name: keyof typeof KEYS): Record<string, string> {
+    return { 'x-api-key': KEYS[name] };
   }
 
   /** The apps' env on the Redis that `redis` (REDIS_SENTINELS… or REDIS_CLUSTER_NODES…) names. */
@@ -51,6 +63,7 @@ export class FailoverStack {
       JOB_LOCK_MS: '5000',
       // The rate limiter's script runs on every request (the limit itself is never reached).
       RATE_LIMIT_PER_MINUTE: '10000000',
+      API_KEYS: `durable=${KEYS.durable},plain=${KEYS.plain}`,
     });
   }
 
@@ -74,8 +87,8 @@ export class FailoverStack {
   /** What WAIT costs: submit latency of both APIs, side by side, before the fault. */
   async measureLatency(): Promise<void> {
     this.latency = await submitLatency([
-      { name: 'ack1', api: this.durable },
-      { name: 'ack0', api: this.plain },
+      { name: 'ack1', api: this.durable, headers: FailoverStack.as('durable') },
+      { name: 'ack0', api: this.plain, headers: FailoverStack.as('plain') },
     ]);
   }
 
@@ -91,8 +104,8 @@ export class FailoverStack {
   }
 
   /**
-   * Once the load is over (so nothing queued is ahead of the probes): settles both ledgers, then
-   * checks that every connection of every app reconnected: the event streams (Prefer: wait ends on
+   * Once the load is over (so nothing queued is ahead of the probes): settles both ledgers (through
+   * the durable API, each job read with its owner's key), then checks that every connection of every app reconnected: the event streams (Prefer: wait ends on
    * completion), the cancel subscriber (a running job aborts on DELETE) and the cache.
    */
   async afterFailover(): Promise<FailoverOutcome> {
@@ -103,20 +116,21 @@ export class FailoverStack {
     ]);
     const probes = [distinctEcho(), distinctEcho()];
     const waits = await Promise.all(
-      [durable, plain].map(async (api, i) => {
+      (['durable', 'plain'] as const).map(async (name, i) => {
         const t0 = Date.now();
-        const reply = await submit(api.url, 'echo', probes[i], { wait: 10 });
+        const reply = await submit(this[name].url, 'echo', probes[i], { wait: 10, headers: FailoverStack.as(name) });
         return { reply, ms: Date.now() - t0 };
       }),
     );
-    const spin = await submit(durable.url, 'chaos', { mode: 'spin', ms: 30_000, tag: `${this.kind}-${Date.now()}` });
+    const as = FailoverStack.as('durable');
+    const spin = await submit(durable.url, 'chaos', { mode: 'spin', ms: 30_000, tag: `${this.kind}-${Date.now()}` }, { headers: as });
     if (spin.status !== 202) throw new Error(`the cancel probe was not accepted: ${spin.status} ${JSON.stringify(spin.body)}`);
-    await waitFor(async () => (await getJob(durable.url, spin.body.id)).body.status === 'active', { what: 'spin active' }).catch(async (error: unknown) => {
+    await waitFor(async () => (await getJob(durable.url, spin.body.id, as)).body.status === 'active', { what: 'spin active' }).catch(async (error: unknown) => {
       console.log(await stallReport(this.apps));
       throw error;
     });
-    const cancelled = await request(`${durable.url}/v1/jobs/${spin.body.id}`, { method: 'DELETE' });
-    const cacheHit = await submit(plain.url, 'echo', probes[0]);
+    const cancelled = await request(`${durable.url}/v1/jobs/${spin.body.id}`, { method: 'DELETE', headers: as });
+    const cacheHit = await submit(plain.url, 'echo', probes[0], { headers: FailoverStack.as('plain') });
     return { durable: durableSummary, plain: plainSummary, waits, cancelled, cacheHit };
   }
 

@@ -56,7 +56,7 @@ export class SubmitLoad {
           : (['echo', distinctEcho(), 1] as const);
         const phase = this.phase;
         const t0 = Date.now();
-        const reply = await submit(target.api.url, type, input).catch(() => ({ status: 0, headers: new Headers(), body: undefined }));
+        const reply = await submit(target.api.url, type, input, { headers: target.ledger.headers }).catch(() => ({ status: 0, headers: new Headers(), body: undefined }));
         target.ledger.record(reply, type, input, { runs });
         this.attempts.push({
           target: target.name,
@@ -144,16 +144,19 @@ export interface LatencyStats {
  * Submit latency of each API, measured side by side: one caller, `rounds` alternating rounds of
  * `perRound` distinct `echo` submissions per API, so both see the same load on the machine.
  */
-export async function submitLatency(apis: Array<{ name: string; api: AppProcess }>, { rounds = 4, perRound = 60 } = {}): Promise<Map<string, LatencyStats>> {
+export async function submitLatency(
+  apis: Array<{ name: string; api: AppProcess; headers?: Record<string, string> }>,
+  { rounds = 4, perRound = 60 } = {},
+): Promise<Map<string, LatencyStats>> {
   const samples = new Map(apis.map(({ name }) => [name, [] as number[]]));
   // The API's own account of the WAIT step (Server-Timing `replicas`), where it has one.
   const waits = new Map(apis.map(({ name }) => [name, [] as number[]]));
   for (let round = 0; round < rounds; round++) {
     const order = round % 2 === 0 ? apis : [...apis].reverse();
-    for (const { name, api } of order) {
+    for (const { name, api, headers } of order) {
       for (let i = 0; i < perRound; i++) {
         const t0 = performance.now();
-        const reply = await submit(api.url, 'echo', distinctEcho());
+        const reply = await submit(api.url, 'echo', distinctEcho(), { headers });
         if (reply.status !== 202) throw new Error(`latency probe: ${name} answered ${reply.status} ${JSON.stringify(reply.body)}`);
         samples.get(name)!.push(performance.now() - t0);
         const wait = /(?:^|, )replicas;dur=([\d.]+)/.exec(reply.headers.get('server-timing') ?? '')?.[1];

@@ -106,7 +106,14 @@ export class Ledger {
   /** Submissions the API refused, by HTTP status (503 during an outage, …). */
   readonly refused = new Map<number, number>();
 
-  constructor(readonly name: string) {}
+  /**
+   * `headers`, when the API has keys: the owner's (`x-api-key`), with which this ledger submits and
+   * reads every job back, so a job whose owner record was lost counts as lost (the API answers 404).
+   */
+  constructor(
+    readonly name: string,
+    readonly headers?: Record<string, string>,
+  ) {}
 
   /** POSTs one job and records it when the API accepts it (200 or 202). */
   async submit(
@@ -115,7 +122,7 @@ export class Ledger {
     input: unknown,
     options: { wait?: number; expect?: Outcome; runs?: number; headers?: Record<string, string> } = {},
   ): Promise<Reply> {
-    const reply = await submit(api, type, input, { wait: options.wait, headers: options.headers });
+    const reply = await submit(api, type, input, { wait: options.wait, headers: options.headers ?? this.headers });
     this.record(reply, type, input, options);
     return reply;
   }
@@ -158,7 +165,7 @@ export class Ledger {
       const waiting = open();
       if (waiting.length === 0 || Date.now() > deadline) return views;
       await inParallel(waiting, 16, async (id) => {
-        const res = await getJob(api, id).catch(() => undefined);
+        const res = await getJob(api, id, this.headers).catch(() => undefined);
         if (res?.status === 200) views.set(id, res.body);
         else if (res?.status === 404) views.set(id, { status: 'not-found' });
       });
