@@ -10,7 +10,7 @@ import { join, relative } from 'node:path';
 export const CPU_LOG = process.env.TEST_CPU_LOG;
 
 const ROOT = join(__dirname, '..', '..');
-const TICKS_PER_S = 100; // why fixed: USER_HZ is 100 on every Linux ABI Node runs on
+const TICKS_PER_S = 100; // why fixed: the kernel reports them in ticks of 1/100 s on every Linux ABI Node runs on
 
 /** CPU-s of a process so far (its own, and with `children` those of the children it has reaped); undefined once it is gone. */
 export function processCpu(pid: number | 'self', children = false): number | undefined {
