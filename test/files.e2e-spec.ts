@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -9,7 +9,7 @@ import { type BlobStore, blobKeyOf, openBlobStore } from '@app/blobs';
 import { blobTargetOf } from '@app/config';
 import { queuePrefix } from '@app/queue';
 import { type AppProcess, startAll, startApp, stackEnv } from './support/apps';
-import { request } from './support/http';
+import { request, resultOf } from './support/http';
 import { ifPresent } from './support/capabilities';
 import { S3_CREDENTIALS, S3Server } from './support/s3-server';
 import { waitFor } from './support/wait';
@@ -18,6 +18,11 @@ const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0
 /** Bytes a PNG's magic number starts: file-echo stores, never decodes, them. */
 const png = (bytes = 4096) => Buffer.concat([PNG_SIGNATURE, randomBytes(bytes - PNG_SIGNATURE.length)]);
 const sha256 = (bytes: Buffer) => require('node:crypto').createHash('sha256').update(bytes).digest('hex') as string;
+/** Two callers: a file's URL answers its job's owners only. */
+const ALICE = { authorization: `Bearer ${randomBytes(24).toString('hex')}` };
+const BOB = { authorization: `Bearer ${randomBytes(24).toString('hex')}` };
+const API_KEYS = `alice=${ALICE.authorization.slice(7)},bob=${BOB.authorization.slice(7)}`;
+const PROBE = join(__dirname, 'support', 'module-probe.js');
 
 /** A multipart submission of `input` and files (name → bytes), as a browser's FormData sends it. */
 function form(input: unknown, files: Record<string, Buffer>, type = 'image/png'): FormData {
@@ -49,6 +54,7 @@ const keysOf = async (store: BlobStore) => {
 describe('file inputs', () => {
   let s3: S3Server;
   let dir: string;
+  let probeFile: string;
   let redis: IORedis;
   const stacks: Partial<Record<'file' | 's3', Stack>> = {};
   const saved = { ...process.env };
@@ -56,10 +62,16 @@ describe('file inputs', () => {
   beforeAll(async () => {
     Object.assign(process.env, S3_CREDENTIALS);
     dir = mkdtempSync(join(tmpdir(), 'files-'));
+    probeFile = join(dir, 'modules.jsonl');
     s3 = await S3Server.start();
     redis = new IORedis(process.env.E2E_REDIS_URL!);
     // why REQUEST_TIMEOUT_MS=2000: the stalled upload is cut off within the test's time.
-    const envs = { file: stackEnv('files-dir', { BLOB_STORE_URL: `file://${dir}`, REQUEST_TIMEOUT_MS: '2000' }), s3: stackEnv('files-s3', s3.env('jobs/')) };
+    // why the module probe: it records any file of Nest a pool thread loads (none may; see thread.ts).
+    const probe = { NODE_OPTIONS: `--require "${PROBE}"`, MODULE_PROBE_FILE: probeFile, MODULE_PROBE_PACKAGES: '@nestjs' };
+    const envs = {
+      file: stackEnv('files-dir', { BLOB_STORE_URL: `file://${join(dir, 'blobs')}`, REQUEST_TIMEOUT_MS: '2000', API_KEYS, ...probe }),
+      s3: stackEnv('files-s3', { ...s3.env('jobs/'), API_KEYS }),
+    };
     // why 60 s: four apps start at once (20 s each is the default).
     const start = (kind: 'api' | 'worker', env: Record<string, string | undefined>) => startApp(kind, env, { timeoutMs: 60_000 });
     const started = await startAll([start('api', envs.file), start('worker', envs.file), start('api', envs.s3), start('worker', envs.s3)]);
@@ -87,7 +99,9 @@ describe('file inputs', () => {
   });
 
   const post = (stack: Stack, type: string, body: FormData | string, headers: Record<string, string> = {}) =>
-    request(`${stack.api.url}/v1/jobs/${type}`, { method: 'POST', body, headers });
+    request(`${stack.api.url}/v1/jobs/${type}`, { method: 'POST', body, headers: { ...ALICE, ...headers } });
+  const get = (stack: Stack, path: string, headers: Record<string, string> = {}) =>
+    fetch(`${stack.api.url}${path}`, { headers: { ...ALICE, ...headers }, redirect: 'manual' });
 
   describe.each(['file', 's3'] as const)('into the %s store', (kind) => {
     it('stores the file under its SHA-256, its run reads it on the pool thread, and the job keeps only a reference', async () => {
@@ -107,11 +121,68 @@ describe('file inputs', () => {
       const stack = stacks[kind]!;
       const bytes = png();
       const first = await post(stack, 'file-echo', form({ label: 'same' }, { file: bytes }), { prefer: 'wait=20' });
-      const again = await post(stack, 'file-echo', form({ label: 'same' }, { file: bytes }));
+      const again = await post(stack, 'file-echo', form({ label: 'same' }, { file: bytes }), BOB);
       expect([again.status, again.body.id, again.body.cached]).toEqual([200, first.body.id, true]);
       const other = await post(stack, 'file-echo', form({ label: 'same' }, { file: png() }));
       expect(other.body.id).not.toBe(first.body.id);
     });
+
+    it('returns a file: the view lists it, its owners download it (another caller gets 404), and its content is stored once', async () => {
+      const stack = stacks[kind]!;
+      const bytes = png(30_000);
+      const reply = await post(stack, 'file-echo', form({ label: 'copy' }, { file: bytes }), { prefer: 'wait=20' });
+      const url = `/v1/jobs/${reply.body.id}/files/copy.png`;
+      expect(reply.body.files).toEqual([{ name: 'copy.png', bytes: bytes.length, contentType: 'image/png', sha256: sha256(bytes), url }]);
+      // The copy has the content of the input: one object holds both.
+      expect((await keysOf(stack.store)).filter((key) => key.endsWith(sha256(bytes)))).toEqual([blobKeyOf(sha256(bytes))]);
+      const download = await get(stack, url);
+      let body = download;
+      if (kind === 's3') {
+        // The bytes never pass through the API: a short-lived presigned URL of the store.
+        expect([download.status, download.headers.get('cache-control')]).toEqual([303, 'no-store']);
+        body = await fetch(download.headers.get('location')!);
+        expect(body.headers.get('content-disposition')).toContain('filename="copy.png"');
+      } else {
+        const etag = `"${sha256(bytes)}"`;
+        expect([download.status, download.headers.get('content-length'), download.headers.get('etag'), download.headers.get('content-disposition')]).toEqual([
+          200,
+          String(bytes.length),
+          etag,
+          `attachment; filename="copy.png"; filename*=UTF-8''copy.png`,
+        ]);
+        const range = await get(stack, url, { range: 'bytes=100-199' });
+        expect([range.status, range.headers.get('content-range'), Buffer.from(await range.arrayBuffer())]).toEqual([206, `bytes 100-199/${bytes.length}`, bytes.subarray(100, 200)]);
+        expect((await get(stack, url, { 'if-none-match': etag })).status).toBe(304);
+        const past = await get(stack, url, { range: `bytes=${bytes.length}-` });
+        expect([past.status, past.headers.get('content-range')]).toEqual([416, `bytes */${bytes.length}`]);
+      }
+      expect([body.headers.get('content-type'), Buffer.from(await body.arrayBuffer())]).toEqual(['image/png', bytes]);
+      expect((await get(stack, url, BOB)).status).toBe(404);
+      const none = await get(stack, `/v1/jobs/${reply.body.id}/files/other.png`);
+      expect([none.status, ((await none.json()) as { code: string }).code]).toEqual([404, 'FILE_NOT_FOUND']);
+    });
+
+    it('keeps a JSON result over 64 KiB in the store, not in Redis, as the file result.json', async () => {
+      const stack = stacks[kind]!;
+      const numbers = Array.from({ length: 20_000 }, (_, i) => i * 1000 + kind.length);
+      const reply = await request(`${stack.api.url}/v1/jobs/echo`, { method: 'POST', json: { numbers }, headers: { ...ALICE, prefer: 'wait=20' } });
+      expect([reply.status, reply.body.result, reply.body.files.map((f: { name: string; contentType: string }) => [f.name, f.contentType])]).toEqual([
+        200,
+        undefined,
+        [['result.json', 'application/json']],
+      ]);
+      expect(await resultOf(stack.api.url, reply.body, ALICE)).toEqual({ numbers, choice: 'a' });
+      const job = await stack.queue.getJob(reply.body.id);
+      expect(JSON.stringify(job!.returnvalue).length).toBeLessThan(1024);
+    });
+  });
+
+  it('reads and writes files on pool threads that load no Nest', async () => {
+    const reply = await post(stacks.file!, 'file-echo', form({ label: 'probe' }, { file: png() }), { prefer: 'wait=20' });
+    expect(reply.body.files).toHaveLength(1);
+    const entries = readFileSync(probeFile, 'utf8').trim().split('\n').map((line) => JSON.parse(line) as { thread: string; event: string; path?: string });
+    expect(entries.some((entry) => entry.thread !== 'main' && entry.event === 'start')).toBe(true);
+    expect(entries.filter((entry) => entry.thread !== 'main' && entry.event === 'resolved').map((entry) => entry.path)).toEqual([]);
   });
 
   it('cuts a file off at its limit with 413, refuses a type its bytes do not show with 415, and leaves nothing', async () => {
@@ -130,7 +201,7 @@ describe('file inputs', () => {
   it('answers a submission that is not what the type takes with a problem, and stores nothing', async () => {
     const stack = stacks.file!;
     const before = await keysOf(stack.store);
-    const json = await request(`${stack.api.url}/v1/jobs/file-echo`, { method: 'POST', json: { label: 'x' } });
+    const json = await request(`${stack.api.url}/v1/jobs/file-echo`, { method: 'POST', json: { label: 'x' }, headers: ALICE });
     expect([json.status, json.body.detail]).toEqual([415, '"file-echo" takes files: send multipart/form-data with a part "input" (its JSON input) and "file"']);
     expect((await post(stack, 'echo', form({ n: 1 }, { file: png() }))).status).toBe(415);
     const missing = await post(stack, 'file-echo', form({ label: 'x' }, {}));
@@ -143,7 +214,7 @@ describe('file inputs', () => {
   });
 
   ifPresent('batch').it('refuses a batch of a type that takes files (its items would have none)', async () => {
-    const reply = await request(`${stacks.file!.api.url}/v1/jobs/file-echo/batch`, { method: 'POST', json: { items: [{ label: 'x' }] } });
+    const reply = await request(`${stacks.file!.api.url}/v1/jobs/file-echo/batch`, { method: 'POST', json: { items: [{ label: 'x' }] }, headers: ALICE });
     expect([reply.status, reply.body.code]).toEqual([415, 'UNSUPPORTED_MEDIA_TYPE']);
   });
 
@@ -156,7 +227,7 @@ describe('file inputs', () => {
       new Promise<string>((resolve) => {
         const req = httpRequest(`${stack.api.url}/v1/jobs/file-echo`, {
           method: 'POST',
-          headers: { 'content-type': `multipart/form-data; boundary=${boundary}`, 'content-length': String(head.length + 60_000) },
+          headers: { ...ALICE, 'content-type': `multipart/form-data; boundary=${boundary}`, 'content-length': String(head.length + 60_000) },
         });
         req.on('response', (res) => resolve(`answered ${res.statusCode}`));
         req.on('error', (error) => resolve(`closed: ${(error as NodeJS.ErrnoException).code}`));

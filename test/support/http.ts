@@ -27,6 +27,18 @@ export function submit<T = any>(api: string, type: string, input: unknown, optio
   return request<T>(`${api}/v1/jobs/${type}`, { method: 'POST', json: input, headers });
 }
 
+/**
+ * A completed job's JSON result: the view's `result`, or, when it went to the blob store (over
+ * 64 KiB), its `result.json` file downloaded (a 303 to S3 followed).
+ */
+export async function resultOf<T = any>(api: string, view: { result?: T; files?: Array<{ name: string; url: string }> }, headers?: Record<string, string>): Promise<T> {
+  const file = view.files?.find((f) => f.name === 'result.json');
+  if (!file) return view.result as T;
+  const res = await fetch(`${api}${file.url}`, { headers });
+  if (!res.ok) throw new Error(`${file.url}: HTTP ${res.status}`);
+  return (await res.json()) as T;
+}
+
 export function getJob<T = any>(api: string, id: string, headers?: Record<string, string>) {
   return request<T>(`${api}/v1/jobs/${id}`, { headers });
 }

@@ -28,3 +28,27 @@ export function stagingKeyOf(id: string): string {
 export function hashesOf(files: Readonly<Record<string, FileRef>> | undefined): Record<string, string> | undefined {
   return files && Object.fromEntries(Object.entries(files).map(([name, ref]) => [name, ref.sha256]));
 }
+
+/** A file a job's run returned (ctx.writeFile): its reference and the name it gave it. */
+export interface ResultFile extends FileRef {
+  readonly name: string;
+}
+
+/** A JSON result larger than this goes to the blob store as a file named RESULT_JSON: Redis keeps only its reference. */
+export const LARGE_RESULT_BYTES = 64 * 1024;
+export const RESULT_JSON = 'result.json';
+/** A name a run may give a result file: what a download saves it as. RESULT_JSON is the service's own. */
+export const RESULT_FILE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+
+/**
+ * The result of a job that returned files, or whose JSON result went to the store, as BullMQ and the
+ * cache keep it: the files' references, and the JSON result unless it is the RESULT_JSON file.
+ * why `$files`: one key no output of the shipped types has marks it; any other result is kept as is.
+ */
+export interface StoredResult {
+  readonly $files: readonly ResultFile[];
+  readonly result?: unknown;
+}
+
+export const isStoredResult = (value: unknown): value is StoredResult =>
+  typeof value === 'object' && value !== null && Array.isArray((value as { $files?: unknown }).$files);

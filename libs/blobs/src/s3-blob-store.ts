@@ -16,6 +16,7 @@ import { Upload } from '@aws-sdk/lib-storage';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import type { BlobTarget } from '@app/config';
 import { type BlobInfo, type BlobRead, type BlobStore, BlobStoreError, checkKey, type PresignOptions, type WriteOptions } from './blob-store';
+import { contentDisposition } from './content-disposition';
 
 type S3Target = Extract<BlobTarget, { kind: 's3' }>;
 
@@ -212,10 +213,4 @@ export class S3BlobStore implements BlobStore {
   private failed(operation: string, error: unknown): BlobStoreError {
     return new BlobStoreError(this.name, operation, error);
   }
-}
-
-/** `attachment` with the name as RFC 6266 wants it: an ASCII fallback and the UTF-8 original. */
-export function contentDisposition(filename: string): string {
-  const ascii = filename.replace(/[^\x20-\x7e]|["\\]/g, '_');
-  return `attachment; filename="${ascii}"; filename*=UTF-8''${encodeURIComponent(filename)}`;
 }

@@ -16,6 +16,13 @@ export interface JobContext {
   readonly log: JobLogger;
   /** The files the job takes (see JobDefinition.files), by name; undefined for a type that declares none. */
   readonly files?: Readonly<Record<string, InputFile>>;
+  /**
+   * Returns a file besides the JSON result (a type with `returnsFiles`; undefined for others):
+   * `data` as bytes or a stream, written to the blob store from this thread under its SHA-256. The
+   * job view lists it in `files`, with a URL its owners download it from as `name` (letters,
+   * digits and `._-`; each name once; `result.json` is the service's). Resolves once it is stored.
+   */
+  readonly writeFile?: (name: string, data: Uint8Array | AsyncIterable<Uint8Array>, contentType: string) => Promise<void>;
 }
 
 /** A file a job takes, as its run sees it on a pool thread. */

@@ -81,7 +81,22 @@ export function jobViewSchema(type: JsonSchema, result: JsonSchema): JsonSchema 
       type,
       status: { type: 'string', enum: ['queued', 'active', 'completed', 'failed', 'cancelled', 'expired'] },
       progress: { type: 'number', minimum: 0, maximum: 100, description: 'Percent, while running and once done.' },
-      result: { ...result, description: 'Completed jobs only.' },
+      result: { ...result, description: 'Completed jobs only; absent when larger than 64 KiB as JSON: `files` then lists it as `result.json`.' },
+      files: {
+        type: 'array',
+        description: 'The files a completed job returned (and a large result), each downloaded by its owners from `url`.',
+        items: {
+          type: 'object',
+          required: ['name', 'bytes', 'contentType', 'sha256', 'url'],
+          properties: {
+            name: { type: 'string' },
+            bytes: { type: 'integer', minimum: 0 },
+            contentType: { type: 'string' },
+            sha256: { type: 'string', pattern: '^[0-9a-f]{64}$' },
+            url: { type: 'string', description: '`/v1/jobs/{id}/files/{name}`: the file, or a `303` to a short-lived presigned URL.' },
+          },
+        },
+      },
       error: { ...schemaRef('JobFailure'), description: 'Failed, cancelled and expired jobs only.' },
       cached: { type: 'boolean', description: 'Served from the result cache.' },
       attempts: { type: 'integer', minimum: 0 },

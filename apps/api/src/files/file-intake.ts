@@ -3,7 +3,7 @@ import type { IncomingMessage } from 'node:http';
 import { Transform, type TransformCallback } from 'node:stream';
 import { Inject, Injectable } from '@nestjs/common';
 import Busboy, { type BusboyFileStream } from '@fastify/busboy';
-import { BLOB_STORE, type BlobStore, blobKeyOf, type FileRef, isBlobStoreError, stagingKeyOf } from '@app/blobs';
+import { BLOB_STORE, type BlobStore, type FileRef, isBlobStoreError, promote, stagingKeyOf } from '@app/blobs';
 import { CONFIG, type Config } from '@app/config';
 import { type FileInput, type JobDefinition, sniff, SNIFF_BYTES } from '@app/jobs';
 import { ApiError } from '../http/api-error';
@@ -154,7 +154,7 @@ export class FileIntake {
       const body = parseInput(input);
       validInput(def, body);
       // Only now, with the whole body read and accepted, do the files take their content addresses.
-      for (const file of staged) await this.promote(store, file);
+      for (const file of staged) await promote(store, file.staging, file.sha256);
       return { body, files: Object.fromEntries(staged.map(({ name, sha256, bytes, contentType }) => [name, { sha256, bytes, contentType }])) };
     } catch (error) {
       await Promise.allSettled(writes);
@@ -216,13 +216,6 @@ export class FileIntake {
       throw signal.aborted ? signal.reason : error;
     }
     return { name, staging, sha256: hash.digest('hex'), bytes, contentType: contentType! };
-  }
-
-  /** Moves a staged file to its content address, or drops it when that content is stored already. */
-  private async promote(store: BlobStore, file: Staged): Promise<void> {
-    const key = blobKeyOf(file.sha256);
-    if (await store.stat(key)) await store.delete([file.staging]);
-    else await store.move(file.staging, key);
   }
 
   private unknownPart(def: JobDefinition, name: string): ApiError {

@@ -1,3 +1,4 @@
+import { isStoredResult, type ResultFile } from '@app/blobs';
 import type { CachedResult } from '@app/cache';
 import { JobFailure, JobFailureCode, parseFailure } from '@app/jobs';
 import type { JobRecord } from '@app/queue';
@@ -10,13 +11,22 @@ export interface JobView {
   type: string;
   status: JobStatus;
   progress?: number;
+  /** Absent when it went to the blob store (larger than LARGE_RESULT_BYTES): then `files` lists it as `result.json`. */
   result?: unknown;
+  /** The files a completed job returned (and a large result), each with the URL its owners download it from. */
+  files?: FileView[];
   error?: JobFailure;
   cached?: boolean;
   attempts: number;
   createdAt: string;
   startedAt?: string;
   finishedAt?: string;
+}
+
+/** A file a job returned, as its view lists it. */
+export interface FileView extends ResultFile {
+  /** `/v1/jobs/{id}/files/{name}`: the file (a file store), or a 303 to a short-lived presigned URL (S3). */
+  url: string;
 }
 
 export type { JobRecord } from '@app/queue';
@@ -76,13 +86,23 @@ export function viewOfJob(job: JobRecord, state: string): JobView {
   if (typeof job.progress === 'number' && (status === 'active' || job.progress > 0)) view.progress = job.progress;
   if (status === 'completed') {
     view.progress = 100;
-    view.result = job.returnvalue;
+    withResult(view, job.returnvalue);
   }
   if (failure) view.error = failure;
   const startedAt = iso(job.processedOn);
   if (startedAt) view.startedAt = startedAt;
   if (FINAL.has(status)) view.finishedAt = iso(job.finishedOn);
   return view;
+}
+
+/** Sets a completed view's result as the job stored it: the JSON result, and the files it returned (see StoredResult). */
+function withResult(view: JobView, value: unknown): void {
+  if (!isStoredResult(value)) {
+    view.result = value;
+    return;
+  }
+  if ('result' in value) view.result = value.result;
+  view.files = value.$files.map((file) => ({ ...file, url: `/v1/jobs/${encodeURIComponent(view.id)}/files/${encodeURIComponent(file.name)}` }));
 }
 
 /**
@@ -100,18 +120,19 @@ export function viewOfCached(entry: CachedResult): JobView {
 }
 
 function buildCachedView(entry: CachedResult): JobView {
-  return {
+  const view: JobView = {
     id: entry.id,
     type: entry.type,
     status: 'completed',
     progress: 100,
-    result: entry.result,
     cached: true,
     attempts: entry.attempts,
     createdAt: iso(entry.createdAt)!,
     startedAt: iso(entry.startedAt),
     finishedAt: iso(entry.finishedAt),
   };
+  withResult(view, entry.result);
+  return view;
 }
 
 /**

@@ -23,6 +23,8 @@ export interface RunOptions {
   scope?: string;
   /** The files the job takes, and where its thread reads them (see InputFiles). */
   files?: Record<string, ThreadFile>;
+  /** Its result may go to the blob store when large (see ThreadTask.storeLarge). */
+  storeLarge?: boolean;
   /** Aborting terminates the thread running the job; `run` then rejects with `signal.reason`. */
   signal: AbortSignal;
   onProgress(percent: number): void;
@@ -87,6 +89,7 @@ export class JobPool implements OnApplicationShutdown {
       progressChannel: `nest-offload-progress-${randomUUID()}`,
       logLevel: PINO_LEVELS[config.logLevel] ?? LOG_LEVELS.info,
       sched: config.workerSched === 'idle' && !idleUnavailable ? 'idle' : 'other',
+      ...(config.blobStore && { blobStore: config.blobStore }),
     };
     this.logLevel = workerData.logLevel;
     this.channel = new BroadcastChannel(workerData.progressChannel);
@@ -117,7 +120,18 @@ export class JobPool implements OnApplicationShutdown {
     const taskId = ++this.nextTaskId;
     const step = options.step ?? 'run';
     const traceparent = this.tracing?.traceparent();
-    const task: ThreadTask = { step, taskId, name, version, inputJson, scope: options.scope, files: options.files, attempt: options.attempt, partsJson: options.partsJson };
+    const task: ThreadTask = {
+      step,
+      taskId,
+      name,
+      version,
+      inputJson,
+      scope: options.scope,
+      files: options.files,
+      attempt: options.attempt,
+      partsJson: options.partsJson,
+      storeLarge: options.storeLarge,
+    };
     if (traceparent) {
       const attributes: Record<string, SpanAttributeValue | undefined> = {
         ...options.spanAttributes,

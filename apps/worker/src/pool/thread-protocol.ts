@@ -1,4 +1,5 @@
 import type { FileRef } from '@app/blobs';
+import type { BlobTarget } from '@app/config';
 import type { JobFailureCode } from '@app/jobs';
 import type { FinishedSpan, SpanAttributeValue } from '@app/tracing';
 
@@ -37,6 +38,8 @@ export interface ThreadTask {
   files?: Record<string, ThreadFile>;
   attempt: number;
   partsJson?: string;
+  /** The result may go to the blob store when it is large (see ResultFiles): not a fan-out chunk's, which its parent merges from Redis. */
+  storeLarge?: boolean;
   /** With tracing on: the parent of this task's span (W3C traceparent) and attributes for it. */
   trace?: { traceparent: string; attributes: Record<string, SpanAttributeValue> };
 }
@@ -78,4 +81,6 @@ export interface ThreadData {
   logLevel: number;
   /** `idle`: the thread puts itself on SCHED_IDLE as it starts (WORKER_SCHED, when the host allows it). */
   sched: 'idle' | 'other';
+  /** Where the threads write result files (BLOB_STORE_URL); undefined without a store. */
+  blobStore?: BlobTarget;
 }

@@ -1,8 +1,9 @@
 import { readFile } from 'node:fs/promises';
-import { hashesOf } from '@app/blobs';
+import { type BlobStore, hashesOf } from '@app/blobs';
 import { allJobs, canonicalJson, contentKey, type InputFile, JobDefinition, JobFailureCode, type JobLogger, JobRegistry, runnerOf } from '@app/jobs';
 import { TaskLog } from './thread-log';
 import type { ChannelMessage, PlannedChild, ProgressMessage, ThreadFile, ThreadResult, ThreadTask } from './thread-protocol';
+import { ResultFiles } from './thread-files';
 import { startSpan } from './thread-span';
 
 const registry = new JobRegistry(allJobs);
@@ -12,19 +13,31 @@ type Outcome = { ok: true; value: unknown; key: string } | { ok: false; code: Jo
 /**
  * Runs one task: on a pool thread (thread.ts), or on the worker's event loop for an inline type
  * (JobPool). `post` carries its progress and log lines to the worker's main thread; `threadId` is 0
- * there. No Nest, no Redis and no OpenTelemetry here; it knows only the job registry.
+ * there. `store` gives the blob store its result files go to (none inline). No Nest, no Redis and no
+ * OpenTelemetry here; it knows only the job registry and the blob store.
  */
-export async function runTask(task: ThreadTask, post: (message: ChannelMessage) => void, threadId: number, logLevel: number): Promise<ThreadResult> {
+export async function runTask(
+  task: ThreadTask,
+  post: (message: ChannelMessage) => void,
+  threadId: number,
+  logLevel: number,
+  store?: () => BlobStore | undefined,
+): Promise<ThreadResult> {
   // why the span is made here: it times the run itself, not the hop to the thread; the main thread
   // exports it with the result (see JobPool), so a thread that dies loses nothing but its timing.
   const span = task.trace && startSpan(task.trace.traceparent, `${task.step} ${task.name}`, { ...task.trace.attributes, 'thread.id': threadId });
   const log = new TaskLog(task.taskId, threadId, logLevel, post);
-  const outcome = await execute(task, log.logger, post);
+  const outcome = await execute(task, log.logger, post, store);
   log.finish();
   return { ...outcome, posted: log.posted, span: span?.end(outcome.ok ? undefined : `${outcome.code}: ${outcome.message}`) };
 }
 
-async function execute({ step, taskId, name, version, inputJson, scope, files, attempt, partsJson }: ThreadTask, log: JobLogger, post: (message: ChannelMessage) => void): Promise<Outcome> {
+async function execute(
+  { step, taskId, name, version, inputJson, scope, files, attempt, partsJson, storeLarge }: ThreadTask,
+  log: JobLogger,
+  post: (message: ChannelMessage) => void,
+  store: (() => BlobStore | undefined) | undefined,
+): Promise<Outcome> {
   const def = registry.get(name);
   const runner = def && runnerOf(def, version);
   if (!runner) return { ok: false, code: JobFailureCode.JOB_REJECTED, message: `unknown job type "${name}" v${version}` };
@@ -38,6 +51,8 @@ async function execute({ step, taskId, name, version, inputJson, scope, files, a
   // able to add a job (a script, a dashboard) could point at another input's result.
   const key = contentKey({ name: def.name, version: runner.version, share: def.share }, canonicalJson(parsed.data), scope, hashesOf(files));
   let last = -1;
+  const blobs = step !== 'split' && (def.returnsFiles || storeLarge) ? store?.() : undefined;
+  const results = blobs && new ResultFiles(blobs);
   const ctx = {
     attempt,
     progress: (percent: number) => {
@@ -46,15 +61,18 @@ async function execute({ step, taskId, name, version, inputJson, scope, files, a
     },
     log,
     ...(files && { files: Object.fromEntries(Object.entries(files).map(([file, ref]) => [file, inputFile(ref)])) }),
+    ...(def.returnsFiles && { writeFile: results?.write ?? noStore }),
   };
   try {
     if (step === 'split') return { ok: true, value: split(def, parsed.data, scope), key };
-    if (step === 'merge') return { ok: true, value: def.fanOut!.merge(JSON.parse(partsJson!) as unknown[], parsed.data), key };
-    return { ok: true, value: await runner.run(parsed.data, ctx), key };
+    const value = step === 'merge' ? def.fanOut!.merge(JSON.parse(partsJson!) as unknown[], parsed.data) : await runner.run(parsed.data, ctx);
+    return { ok: true, value: results ? await results.result(value, storeLarge === true) : value, key };
   } catch (error) {
     return { ok: false, code: JobFailureCode.JOB_FAILED, message: error instanceof Error ? error.message : String(error) };
   }
 }
+
+const noStore = () => Promise.reject(new Error('this worker has no blob store (BLOB_STORE_URL) for the files the job returns'));
 
 /** A fan-out's children, each input validated by the child type's schema (defaults applied) and keyed. */
 function split(def: JobDefinition, input: unknown, scope: string | undefined): PlannedChild[] {

@@ -256,6 +256,8 @@ export class JobProcessor implements OnApplicationBootstrap {
       const options: RunOptions = {
         attempt: job.attemptsMade + 1,
         scope: job.data.scope,
+        // why not a chunk's: its parent merges the chunks' results from Redis.
+        storeLarge: job.data.parent === undefined,
         // A store that fails here fails the attempt, which retries: the files stay where they are.
         ...(job.data.files && { files: await this.inputFiles.forThread(job.data.files, timeoutMs) }),
         signal: stop?.signal ?? signal,
