@@ -8,17 +8,18 @@ import type { Config } from '@app/config';
 import { BULL_STRUCTURES, bullKey, decodeNotice, type JobData, noticeChannel, notifyProgress, queuePrefix, SCHEDULED_JOB_ID, scheduledJobId, schedulerId, watchersKey } from '@app/queue';
 import { coalesceWrites } from '@app/redis';
 import { JobStore } from '../apps/api/src/jobs/job-store';
-import { type QueueJob, SlotWorker } from '../apps/worker/src/processor/slot-worker';
+import { completeAt, type QueueJob, SlotWorker } from '../apps/worker/src/processor/slot-worker';
 import { Slots } from '../apps/worker/src/processor/slots';
 import { uniquePrefix } from './support/apps';
 import { sleep, waitFor } from './support/wait';
 
 /**
  * What this service assumes about BullMQ beyond its documented API, checked against a real Redis:
- * the protected Worker methods SlotWorker overrides and how the main loop calls them, the job hash
- * fields JobStore reads, the error code of removing a scheduler's next job, the ids and key layout
- * queue.keys.ts computes, deduplication, the Worker's events, the deferred failure, BullMQ's
- * updateProgress script that notice.protocol.ts copies, and what cork.ts asks of ioredis.
+ * the protected Worker methods SlotWorker overrides and how the main loop calls them, the completion
+ * time it sets (completeAt), the job hash fields JobStore reads, the error code of removing a
+ * scheduler's next job, the ids and key layout queue.keys.ts computes, deduplication, the Worker's
+ * events, the deferred failure, BullMQ's updateProgress script that notice.protocol.ts copies, and
+ * what cork.ts asks of ioredis.
  * package.json pins bullmq and ioredis exactly because of these; when upgrading either, run this
  * test first (docs/development.md, "Upgrading BullMQ"). Each failure names the assumption that
  * broke and the code that relies on it.
@@ -133,7 +134,13 @@ describe(`BullMQ and ioredis internals this service relies on (bullmq ${BULLMQ},
       const q = queue('slots-one');
       for (const name of ['delayed', 'handed-back', 'plain', 'plain']) await q.add(name, DATA);
       const slots = new Slots(1);
+      const runEnds = new Map<string, number>();
       const { runs } = slotWorkers([q.name], slots, 10, async (job, token) => {
+        if (job.name === 'plain') {
+          // As job-processor.ts does with a run's end: a time BullMQ itself would not pick.
+          runEnds.set(job.id!, Date.now() - 5);
+          completeAt(job, runEnds.get(job.id!)!);
+        }
         // As job-processor.ts does for a newer version's job, and for a job handed back at shutdown.
         if (job.name === 'delayed') {
           await job.moveToDelayed(Date.now() + 300, token);
@@ -173,6 +180,12 @@ describe(`BullMQ and ioredis internals this service relies on (bullmq ${BULLMQ},
         plain.same,
         'a completed job chains the next one: processJob resolves with it, fetched on the same token (SlotWorker.processJob keeps the slot with the token)',
         plain.seen,
+      );
+      const finished = (await q.getJobs(['completed'])).filter((job) => runEnds.has(job.id!)).map((job) => [job.finishedOn, runEnds.get(job.id!)]);
+      assume(
+        finished.length === 2 && finished.every(([on, ended]) => on === ended),
+        "moveToCompletedArgs(job, …) builds moveToFinished's arguments with the finish time at moveToFinishedKeys.length + 1, which becomes the job's finishedOn (SlotWorker dates a completion with completeAt's time, the cache entry's finishedAt)",
+        JSON.stringify(finished),
       );
       const pickups = Object.fromEntries(['plain', 'delayed', 'handed-back'].map((name) => [name, runs.filter((r) => r.name === name).map((r) => r.attemptsStarted)]));
       assume(

@@ -11,14 +11,22 @@ describe('job lifecycle', () => {
   let stop: () => Promise<void>;
 
   beforeAll(async () => {
-    const env = stackEnv('lifecycle', { WORKER_THREADS: '2' });
+    // why HOST unset: the apps then listen on their default, every interface, as they do in production.
+    const env = stackEnv('lifecycle', { WORKER_THREADS: '2', HOST: undefined });
     ({ api, worker, stop } = await startStack(env));
-    otherApi = await startApp('api', env);
+    otherApi = await startApp('api', { ...env, HOST: '127.0.0.1' });
   });
   afterAll(() => Promise.all([stop(), otherApi.stop()]));
 
   const started = (type: string) => worker.metric(`${METRIC_PREFIX}job_run_seconds_count`, { type });
   const status = async (id: string) => (await getJob(api.url, id)).body.status as string;
+
+  it('says at start-up the address it listens on: HOST, by default every interface', () => {
+    const line = (app: AppProcess) => app.logs.find((l) => l.context === 'Bootstrap' && /listening on|probes on/.test(String(l.msg)))?.msg;
+    expect(line(api)).toMatch(`API listening on http://0.0.0.0:${api.port} `);
+    expect(line(worker)).toMatch(`; probes on http://0.0.0.0:${worker.port};`);
+    expect(line(otherApi)).toMatch(`API listening on http://127.0.0.1:${otherApi.port} `);
+  });
 
   describe('single flight', () => {
     it('runs identical concurrent submissions to two replicas once and gives every caller the same job', async () => {
@@ -33,6 +41,10 @@ describe('job lifecycle', () => {
       const again = await Promise.all(Array.from({ length: 5 }, () => submit(api.url, 'fibonacci', input, { wait: 5 })));
       expect(again.every((r) => r.body.id === id && r.body.result === 39088169)).toBe(true);
       expect((await started('fibonacci')) - before).toBe(1);
+      // A cached answer dates the run as GET of the job does.
+      const { startedAt, finishedAt } = (await getJob(api.url, id)).body;
+      expect(startedAt).toBeDefined();
+      for (const { body } of again) expect({ cached: body.cached, startedAt: body.startedAt, finishedAt: body.finishedAt }).toEqual({ cached: true, startedAt, finishedAt });
     });
 
     it('runs a failed input again when it is submitted again', async () => {

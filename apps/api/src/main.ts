@@ -1,6 +1,7 @@
 import 'reflect-metadata';
 import { loadConfig } from '@app/config';
 import { JobRegistry } from '@app/jobs';
+import { listeningOn } from '@app/logging';
 import { TRACING } from '@app/tracing';
 import { createApi } from './api.app';
 
@@ -21,7 +22,7 @@ async function bootstrap(): Promise<void> {
   const admins = config.adminApiKeys.length > 0 ? `, ${config.adminApiKeys.length} admin key(s)` : '';
   const auth = `${config.apiKeys.length > 0 ? `${config.apiKeys.length} API key(s)` : 'no authentication'}${admins}`;
   const traces = app.get(TRACING) ? `; traces to ${config.otel.endpoint}` : '';
-  logger.log(`API listening on ${await app.getUrl()} (${auth}) with job types ${types.join(', ')}${traces}`, 'Bootstrap');
+  logger.log(`API listening on ${listeningOn(app.getHttpServer().address())} (${auth}) with job types ${types.join(', ')}${traces}`, 'Bootstrap');
 }
 
 bootstrap().catch((error: unknown) => {
@@ -29,3 +30,4 @@ bootstrap().catch((error: unknown) => {
   console.error(error instanceof Error && error.name === 'ConfigError' ? error.message : error);
   process.exit(1);
 });
+

@@ -6,7 +6,7 @@ import { CACHE_REDIS } from '@app/cache';
 import { ConfigError, loadConfig } from '@app/config';
 import { Lifecycle } from '@app/health';
 import { JobRegistry, knownVersions } from '@app/jobs';
-import { createLogger, logUnhandledRejections, NestPinoLogger } from '@app/logging';
+import { createLogger, listeningOn, logUnhandledRejections, NestPinoLogger } from '@app/logging';
 import { registerHttpMetrics } from '@app/metrics';
 import { checkRedisTargets, logRedisRefusals, watchEvictionPolicy } from '@app/redis';
 import { TRACING } from '@app/tracing';
@@ -73,7 +73,7 @@ async function bootstrap(): Promise<void> {
   if (idle.length > 0) logger.warn(`no job type uses queue ${idle.join(', ')}: this worker idles on it (drop it from WORKER_QUEUES and DEPLOYED_QUEUES)`, 'Bootstrap');
   const traces = app.get(TRACING) ? `; traces to ${config.otel.endpoint}` : '';
   logger.log(
-    `worker consuming queues ${queues.join(', ')} with ${config.workerThreads} threads; probes on ${await app.getUrl()}; job types ${types.join(', ')}${traces}`,
+    `worker consuming queues ${queues.join(', ')} with ${config.workerThreads} threads; probes on ${listeningOn(app.getHttpServer().address())}; job types ${types.join(', ')}${traces}`,
     'Bootstrap',
   );
 }
@@ -82,3 +82,4 @@ bootstrap().catch((error: unknown) => {
   console.error(error instanceof Error && error.name === 'ConfigError' ? error.message : error);
   process.exit(1);
 });
+

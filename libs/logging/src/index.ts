@@ -4,4 +4,5 @@ export { LOGGER, LoggingModule } from './logging.module';
 export { NestPinoLogger } from './nest-logger';
 export { QUIET_PATHS, registerRequestLog } from './request-log';
 export { requestIdFrom } from './request-id';
+export { listeningOn } from './listening-on';
 export { logUnhandledRejections } from './unhandled-rejections';

@@ -12,7 +12,7 @@ import { CancelRequests } from './cancel-requests';
 import { FanOut } from './fan-out';
 import { InputFiles } from './input-files';
 import { JobNotifier } from './job-notifier';
-import { type QueueJob, SlotWorker } from './slot-worker';
+import { completeAt, type QueueJob, SlotWorker } from './slot-worker';
 import { Slots } from './slots';
 import { WorkerMetrics } from './worker.metrics';
 import { WORKER_QUEUES } from './worker-queues';
@@ -276,9 +276,11 @@ export class JobProcessor implements OnApplicationBootstrap {
       if (key !== job.data.key) log().warn({ dataKey: job.data.key, key }, "job data named another content key than its input gives; caching under the input's");
       // The cache writes, the owners' expiry and BullMQ's completion after them leave in one write (coalesceWrites).
       const caching = this.cacheWriter
-        .set(key, { id: job.id!, type: def.name, result, attempts: job.attemptsMade + 1, createdAt: job.timestamp, startedAt, finishedAt }, def.cacheTtlSeconds)
+        .set(key, { id: job.id!, type: def.name, result, attempts: job.attemptsMade + 1, createdAt: job.timestamp, startedAt: job.processedOn ?? startedAt, finishedAt }, def.cacheTtlSeconds)
         .catch((error: unknown) => log().warn({ err: error }, 'could not cache the result; the job still completes'));
       if (!this.cacheOnQueueRedis) await caching;
+      // why: GET of the job shows BullMQ's times; the cache entry's (a cached answer's) must be the same.
+      completeAt(job, finishedAt);
       this.ownersOutlive(job, Math.max(this.config.jobRetentionSeconds, def.cacheTtlSeconds));
       if (debug) log().debug({ ms: finishedAt - startedAt }, 'job completed');
       this.metrics.completed(def.name, job.queueName, finishedAt - job.timestamp);

@@ -4,6 +4,23 @@ import { Slots } from './slots';
 
 export type QueueJob = Job<JobData, unknown, string>;
 
+/** When each job's run ended, as its processor recorded it; read once, by BullMQ's completion of it. */
+const runEnds = new WeakMap<QueueJob, number>();
+
+/**
+ * Has BullMQ record `job`'s completion at `ms`, the end of its run: the cache entry written with the
+ * result carries the same time, so a cached answer shows the `finishedAt` that GET of the job shows.
+ */
+export function completeAt(job: QueueJob, ms: number): void {
+  runEnds.set(job, ms);
+}
+
+/** The part of BullMQ's Redis backend a completion's time goes through (bullmq 6, see SlotWorker). */
+interface CompletionArgs {
+  moveToCompletedArgs(job: QueueJob, ...rest: unknown[]): unknown[];
+  moveToFinishedKeys: unknown[];
+}
+
 /**
  * A BullMQ Worker for one queue that takes a job only while it holds one of the pool's slots, which
  * every queue of this process shares: however many queues a worker consumes, it holds at most as
@@ -38,6 +55,23 @@ export class SlotWorker extends Worker<JobData, unknown, string> {
     private readonly failedAtPickup: (job: QueueJob) => void = () => undefined,
   ) {
     super(queue, processor, { ...options, concurrency: slots.size });
+    // why: BullMQ stamps a completion with the time it builds moveToFinished's arguments, after the
+    // processor cached the result with its run's end (see completeAt). Assumed of bullmq 6, as its
+    // own Job.moveToCompleted reads the time back: moveToCompletedArgs(job, …) returns those
+    // arguments, the time at moveToFinishedKeys.length + 1. Checked here, so an upgrade fails at start-up.
+    const backend = (this as unknown as { backend: Partial<CompletionArgs> }).backend;
+    const build = backend.moveToCompletedArgs;
+    const keys = backend.moveToFinishedKeys;
+    if (typeof build !== 'function' || !Array.isArray(keys)) {
+      throw new Error('bullmq: the worker backend has no moveToCompletedArgs or moveToFinishedKeys, through which slot-worker.ts dates completions');
+    }
+    backend.moveToCompletedArgs = (job, ...rest) => {
+      const args = build.call(backend, job, ...rest);
+      const ended = runEnds.get(job);
+      if (ended !== undefined && typeof args[keys.length + 1] === 'number') args[keys.length + 1] = ended;
+      runEnds.delete(job);
+      return args;
+    };
   }
 
   protected override async moveToActive(token: string, name?: string): Promise<QueueJob> {
