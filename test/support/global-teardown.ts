@@ -6,13 +6,17 @@ import { RUN_VAR, runPrefix } from './test-run';
 type Run = { dir: string; tmp: string; outer: string };
 
 const TOOL_CACHES = /^(node-compile-cache|jest_\w+)$/;
+// The default file blob store of apps started without BLOB_STORE_URL (libs/config/src/blob-target.ts):
+// like the run's keys in the shared Redis, data under the run's prefixes, deleted with the run's dir.
+const RUN_DATA = /^nest-offload-blobs$/;
 
 /**
  * Every suite starts and stops exactly what it uses. This checks it, once all suites have run, and
  * fails the run naming what one of them left behind: a process carrying this run's marker (an app,
  * a redis-server or Sentinel, a browser, a nested build), or a file in the run's temp dir. What it
  * finds is then killed or removed, so one leak does not spill into the next run. Keys under the
- * run's prefix in the shared Redis are deleted (suites share it, each under a prefix of its own).
+ * run's prefix in the shared Redis are deleted (suites share it, each under a prefix of its own), and
+ * so is the default blob store's directory, the same data on disk.
  */
 export default async function globalTeardown(): Promise<void> {
   const run = (globalThis as { __run?: Run }).__run;
@@ -31,7 +35,7 @@ export default async function globalTeardown(): Promise<void> {
   }
   if (run) {
     // why not these: caches tools keep in TMPDIR by design (tsc's and npm's compile cache, Jest's own), not a suite's leftovers.
-    const left = readdirSync(run.tmp).filter((entry) => !TOOL_CACHES.test(entry));
+    const left = readdirSync(run.tmp).filter((entry) => !TOOL_CACHES.test(entry) && !RUN_DATA.test(entry));
     for (const entry of left) problems.push(`temp dir entry left behind: ${run.tmp}/${entry}`);
     rmSync(run.dir, { recursive: true, force: true });
     process.env.TMPDIR = run.outer;
