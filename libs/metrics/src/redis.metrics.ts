@@ -6,8 +6,8 @@ import { METRICS } from './metric-names';
  * else 0; read from ioredis at scrape time, so it costs nothing in between, and a connection added to
  * `connections` later (the webhooks', opened at bootstrap) is reported from then on. Labels: `queue`
  * (BullMQ and the app's reads), `cache` (result cache), `submit` (the API's submissions, with
- * REDIS_MIN_REPLICAS_ACK), `events` (the API's job notices), `webhooks` (the API's deliveries, with
- * webhooks on), `cancel` (the worker's cancel subscriber).
+ * REDIS_MIN_REPLICAS_ACK), `events` (the API's job notices), `deadlines` (the API's start-deadline
+ * passes), `webhooks` (the API's deliveries, with webhooks on), `cancel` (the worker's cancel subscriber).
  */
 export function registerRedisMetrics(registry: Registry, connections: Iterable<{ connection: string; client: { readonly status: string } }>): void {
   new Gauge({
