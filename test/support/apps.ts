@@ -129,12 +129,14 @@ export type AppEnv = Record<string, string | undefined>;
 
 /**
  * Starts a built app (of this tree, or of the copy at `root`) with `env` on a free port; resolves once
- * it is ready (or live, for `waitFor: 'live'`) within `timeoutMs`.
+ * it is ready (or live, for `waitFor: 'live'`) within `timeoutMs`. why 60 s: an app starts in ~2 s on
+ * a quiet host, but on a shared one under load a start took over 20 s; a longer bound costs nothing
+ * when the app starts, and only delays the failure of one that never will.
  */
 export async function startApp(
   kind: 'api' | 'worker',
   env: AppEnv,
-  { waitFor: until = 'ready', root = ROOT, timeoutMs = 20_000 }: { waitFor?: 'ready' | 'live' | 'none'; root?: string; timeoutMs?: number } = {},
+  { waitFor: until = 'ready', root = ROOT, timeoutMs = 60_000 }: { waitFor?: 'ready' | 'live' | 'none'; root?: string; timeoutMs?: number } = {},
 ): Promise<AppProcess> {
   const port = await freePort();
   const portVar = kind === 'api' ? 'PORT' : 'WORKER_PORT';

@@ -1,6 +1,6 @@
 import { canonicalJson } from '@app/jobs';
 import type { AppProcess } from './apps';
-import { getJob, type Reply, submit } from './http';
+import { getJob, type Reply, resultOf, submit } from './http';
 import { stallReport } from './stall-report';
 import { sleep } from './wait';
 
@@ -166,7 +166,11 @@ export class Ledger {
       if (waiting.length === 0 || Date.now() > deadline) return views;
       await inParallel(waiting, 16, async (id) => {
         const res = await getJob(api, id, this.headers).catch(() => undefined);
-        if (res?.status === 200) views.set(id, res.body);
+        // why resultOf: a result over 64 KiB is a file of the job (result.json), not a field of its view.
+        if (res?.status === 200 && res.body.status === 'completed') {
+          // A download that fails (Redis or the store briefly away) is retried on the next round.
+          await resultOf(api, res.body, this.headers).then((result) => views.set(id, { ...res.body, result }), () => undefined);
+        } else if (res?.status === 200) views.set(id, res.body);
         else if (res?.status === 404) views.set(id, { status: 'not-found' });
       });
       if (open().length > 0) await sleep(250);
