@@ -13,7 +13,7 @@ export const fromDist =
  * The template's real API (createApi from the build in `dist`: the same adapter, body limit, JSON
  * parsing, problem details, metrics and hooks as main.ts) plus one bench route, POST
  * /bench/echo/{type} (see EchoController), not yet listening. The route admits its callers as /v1
- * does (AccessMiddleware: with API_KEYS, a key and its address's failures checked), so the ceiling
+ * does (AccessMiddleware: with API_KEYS, a key checked), so the ceiling
  * a cache hit is held to pays what any request of the API pays.
  */
 export async function createEchoApi(dist: string, env: NodeJS.ProcessEnv) {

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { ConfigError, loadConfig } from './config';
 
 describe('loadConfig', () => {
@@ -71,12 +72,15 @@ describe('loadConfig security settings', () => {
   const key = '9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08';
   const other = 'q3Vd8xK2mZ7/tR+4bN1cW9eH6yJ0sL5fA8gU2iO7pE4=';
 
-  it('parses named and bare API keys', () => {
+  it('parses named and bare API keys, a bare key named by its hash, wherever it is in the list', () => {
     const config = loadConfig({ API_KEYS: `ci=${key}, ${other}` });
+    const name = `key-${createHash('sha256').update(other).digest('hex').slice(0, 12)}`;
     expect(config.apiKeys).toEqual([
       { name: 'ci', key },
-      { name: 'key-2', key: other },
+      { name, key: other },
     ]);
+    // Revoking the key before it leaves its name (and so its jobs) where it was.
+    expect(loadConfig({ API_KEYS: other }).apiKeys).toEqual([{ name, key: other }]);
   });
 
   it('refuses keys of under 128 bits of estimated entropy, naming the variable and the key but never its value', () => {
@@ -84,7 +88,7 @@ describe('loadConfig security settings', () => {
     expect(() => loadConfig({ API_KEYS: `ci=${key},alice=${weak}` })).toThrow(/API_KEYS: the key named "alice" is too weak/);
     expect(() => loadConfig({ API_KEYS: `ci=${key},alice=${weak}` })).not.toThrow(new RegExp(weak));
     expect(() => loadConfig({ API_KEYS: key, ADMIN_API_KEYS: `ops=${'a'.repeat(64)}` })).toThrow(/ADMIN_API_KEYS: the key named "ops" is too weak/);
-    expect(() => loadConfig({ API_KEYS: 'a'.repeat(16) })).toThrow(/API_KEYS: the key named "key-1" is too weak/);
+    expect(() => loadConfig({ API_KEYS: 'a'.repeat(16) })).toThrow(/API_KEYS: the key named "key-[0-9a-f]{12}" is too weak/);
   });
 
   it('keeps admin keys apart from client keys', () => {

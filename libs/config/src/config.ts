@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { type Cidr, parseCidr } from './cidr';
 import { cpuBudget } from './cpu-budget';
@@ -60,6 +61,14 @@ const hostList = z
 // Sentinel's name for the monitored primary (`sentinel monitor <name> …`).
 const sentinelName = z.string().trim().regex(/^[\x21-\x7e]{1,128}$/, 'must be 1-128 printable characters without spaces');
 
+/**
+ * The name of a key listed without one: `key-` and the first 12 hex digits of its SHA-256. why not
+ * its position: a key's name is the scope of its jobs and Idempotency-Keys, so removing one key from
+ * the list must not hand its jobs to the key that moves into its place. A 48-bit prefix of the hash
+ * of a 128-bit random key says nothing about it.
+ */
+export const bareKeyName = (key: string): string => `key-${createHash('sha256').update(key).digest('hex').slice(0, 12)}`;
+
 // API keys: comma-separated, each `name=key` or a bare key; keys are 16+ printable characters (and
 // at least 128 bits of estimated entropy: see key-strength.ts, checked in loadConfig).
 const apiKeys = z
@@ -73,10 +82,10 @@ const apiKeys = z
     ),
   )
   .transform((entries) =>
-    entries.map((entry, i) => {
+    entries.map((entry) => {
       // why not split at any `=`: a bare base64 key ends in `=` padding (`openssl rand -base64 32`).
       const named = /^([\w.-]{1,64})=(.{16,})$/.exec(entry);
-      return named ? { name: named[1], key: named[2] } : { name: `key-${i + 1}`, key: entry };
+      return named ? { name: named[1], key: named[2] } : { name: bareKeyName(entry), key: entry };
     }),
   );
 

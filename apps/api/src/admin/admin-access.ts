@@ -89,8 +89,9 @@ export function registerAdminAccess(fastify: FastifyInstance, config: Config, re
   const signedIn = async (request: FastifyRequest, reply: FastifyReply): Promise<{ holder: KeyHolder; bySession: boolean } | undefined> => {
     const presented = presentedKey(request.headers);
     if (presented !== undefined) {
-      const outcome = await failures.check(keys.identify(presented), clientAddress(request.raw, proxies));
-      if ('holder' in outcome) return { holder: outcome.holder, bySession: false };
+      const holder = keys.identify(presented);
+      if (holder) return { holder, bySession: false };
+      const outcome = await failures.wrongKey(clientAddress(request.raw, proxies));
       if ('retryAfterSeconds' in outcome) sendProblem(tooManyFailures(outcome.retryAfterSeconds), request, reply);
       else deny(request, reply);
       return undefined;

@@ -55,7 +55,9 @@ export function registerLogin(fastify: FastifyInstance, { keys, failures, proxie
       const next = nextOf(form.next);
       try {
         const presented = typeof form.key === 'string' && form.key !== '' ? form.key : undefined;
-        const outcome = presented === undefined ? { wrong: true as const } : await failures.check(keys.identify(presented), clientAddress(request.raw, proxies));
+        const holder = presented === undefined ? undefined : keys.identify(presented);
+        // An empty form is no guess: refused without counting, like a request without a key.
+        const outcome = holder ? { holder } : presented === undefined ? { wrong: true as const } : await failures.wrongKey(clientAddress(request.raw, proxies));
         if ('retryAfterSeconds' in outcome) {
           if (!/\btext\/html\b/.test(request.headers.accept ?? '')) return problem(tooManyFailures(outcome.retryAfterSeconds), request, reply);
           void reply.header('retry-after', String(outcome.retryAfterSeconds));

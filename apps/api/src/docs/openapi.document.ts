@@ -12,13 +12,13 @@ const DESCRIPTION = `CPU jobs off the event loop: submit a job, then read, strea
 
 Every \`/v1\` route needs an API key when the server has \`API_KEYS\` set: \`Authorization: Bearer <key>\`
 or \`x-api-key: <key>\` (use **Authorize** to try them here); an admin key (\`ADMIN_API_KEYS\`) gets 403.
-An address that sent ${AUTH_FAILURES_PER_MINUTE} wrong keys gets 429 with \`Retry-After\` for every key, right or wrong, until
-its tries refill (${AUTH_FAILURES_PER_MINUTE} a minute). Errors are \`application/problem+json\` with a
+An address that sent ${AUTH_FAILURES_PER_MINUTE} wrong keys gets 429 with \`Retry-After\` for its wrong keys until its
+tries refill (${AUTH_FAILURES_PER_MINUTE} a minute); right keys are served meanwhile. Errors are \`application/problem+json\` with a
 stable \`code\`. Each response carries \`x-request-id\` (yours, when you send a plain token).`;
 
 /**
  * What the access middleware may answer on every /v1 route (see security/access.middleware.ts): 503
- * when, with keys, it cannot reach Redis to count a wrong key or see its address's tries. Without
+ * when, with keys, it cannot reach Redis to count a wrong key. Without
  * keys it answers neither 401 nor 403.
  */
 const V1_PROBLEMS: ApiErrorCode[] = ['RATE_LIMITED', 'QUEUE_UNAVAILABLE'];

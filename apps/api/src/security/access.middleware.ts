@@ -6,7 +6,7 @@ import type { RedisClient } from '@app/redis';
 import { ApiError } from '../http/api-error';
 import { QUEUE_REDIS } from '../queues/queue.providers';
 import { ApiKeys, presentedKey, roleKeys } from './api-keys';
-import { AuthFailures, type KeyAttempt, tooManyFailures } from './auth-failures';
+import { AuthFailures, tooManyFailures } from './auth-failures';
 import { attachCaller, keyScope } from './caller';
 import { clientAddress, hashedAddress, TrustedProxies } from './client-address';
 import { RateLimiter } from './rate-limiter';
@@ -19,7 +19,8 @@ const unauthorized = () =>
 /**
  * Who may call /v1, and how often. Runs as middleware, before the body is read, so a caller without
  * a key or over its budget cannot make the API parse megabytes first. A wrong key costs its address
- * one of its tries (AuthFailures); an admin key is refused here (403).
+ * one of its tries (AuthFailures); a right key costs no Redis round trip; an admin key is refused
+ * here (403).
  */
 @Injectable()
 export class AccessMiddleware implements NestMiddleware {
@@ -50,18 +51,16 @@ export class AccessMiddleware implements NestMiddleware {
   /** Attaches the caller to `req`, or says why not. */
   private async admit(req: IncomingMessage): Promise<ApiError | undefined> {
     let keyName: string | undefined;
-    let verdict: Promise<KeyAttempt> | undefined;
     if (this.config.apiKeys.length > 0) {
       const presented = presentedKey(req.headers);
       // No key at all is no guess: refused without a look at Redis.
       if (presented === undefined) return unauthorized();
       const holder = this.keys.identify(presented);
-      verdict = this.failures.check(holder, clientAddress(req, this.proxies));
-      if (holder?.role !== 'client') {
-        const outcome = await verdict;
-        if ('retryAfterSeconds' in outcome) return tooManyFailures(outcome.retryAfterSeconds);
-        return holder ? new ApiError('FORBIDDEN', 'That is an admin key (ADMIN_API_KEYS); /v1 takes the keys of API_KEYS') : unauthorized();
+      if (!holder) {
+        const outcome = await this.failures.wrongKey(clientAddress(req, this.proxies));
+        return 'retryAfterSeconds' in outcome ? tooManyFailures(outcome.retryAfterSeconds) : unauthorized();
       }
+      if (holder.role !== 'client') return new ApiError('FORBIDDEN', 'That is an admin key (ADMIN_API_KEYS); /v1 takes the keys of API_KEYS');
       keyName = holder.name;
     }
     const limiter = this.limiter;
@@ -75,9 +74,7 @@ export class AccessMiddleware implements NestMiddleware {
           })
         : { granted: wanted, retryAfterSeconds: 0 };
     // The request itself costs one; a batch charges its other items once it has read them.
-    // why at once: a right key's look at its address's failures and its charge are two round trips.
-    const [outcome, { granted, retryAfterSeconds }] = await Promise.all([verdict, charge(1)]);
-    if (outcome && 'retryAfterSeconds' in outcome) return tooManyFailures(outcome.retryAfterSeconds);
+    const { granted, retryAfterSeconds } = await charge(1);
     if (granted === 0) return new ApiError('RATE_LIMITED', 'Too many requests; slow down', { retryAfterSeconds });
     attachCaller(req, { scope: keyScope(keyName), charge });
     return undefined;

@@ -4,8 +4,7 @@ import { LuaScript, type RedisClient } from '@app/redis';
  * GCRA (a token bucket kept as one timestamp per client) in one atomic Lua call, on Redis time, so
  * every API replica shares the same budget. Takes up to ARGV[3] requests at once (a batch counts
  * its items) and returns {taken, waitMs}: how many it took, and when the next one would fit. The
- * key lives until 1 s past the TAT it holds, so its remaining lifetime tells how far the TAT is
- * ahead of Redis's clock (see secondsUntilRoom). why the TAT is written with `%.3f` and compared
+ * key lives until 1 s past the TAT it holds. why the TAT is written with `%.3f` and compared
  * with 1 µs to spare: a fractional interval (7 a minute) makes a fractional TAT, which Lua's own
  * number-to-string keeps to 14 digits (0.1 ms at today's epoch), and rounding up cost the last try
  * of a burst taken within the same millisecond (264 of 300 times in test/rate-limiter.e2e-spec.ts).
@@ -54,18 +53,6 @@ export class RateLimiter {
   async takeUpTo(client: string, wanted: number): Promise<RateGrant> {
     const [granted, waitMs] = await this.run(client, wanted);
     return { granted, retryAfterSeconds: Math.max(1, Math.ceil(waitMs / 1000)) };
-  }
-
-  /**
-   * 0 when `client`'s budget has room for one more; else the seconds until it has (at least 1).
-   * Takes nothing and runs no script: the key's PTTL is ceil(TAT − now) + 1000 ms on Redis's own
-   * clock (missing: −2, an untouched budget), so the wait is that less 1 s and the burst's
-   * tolerance, within a millisecond (which goes to the caller). why: a right API key asks this on
-   * every request (AuthFailures); a PTTL costs Redis 0.18 µs, the script 5.9.
-   */
-  async secondsUntilRoom(client: string): Promise<number> {
-    const waitMs = (await this.redis.pttl(this.keyOf(client))) - 1000 - this.toleranceMs;
-    return waitMs >= 1 ? Math.max(1, Math.ceil(waitMs / 1000)) : 0;
   }
 
   private async run(client: string, wanted: number): Promise<[number, number]> {
