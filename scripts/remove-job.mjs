@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // `npm run remove:job -- <name>…`: the inverse of `npm run new:job`. Removes each type's file in
-// libs/jobs/src, its registry entry and re-exports, its own tests (libs/jobs/src/<file>.spec.ts and
-// test/**/<name>.e2e-spec.ts) and its rows in README.md and docs/*.md (table rows and list items that
+// libs/jobs/src, its registry entry and re-exports, its own tests (libs/jobs/src/<file>.spec.ts,
+// test/**/<name>.e2e-spec.ts and test/**/<name>.cases.ts, cases another suite runs) and its rows in README.md and docs/*.md (table rows and list items that
 // start with the name). Refuses, naming file:line, while other code still uses a type; it never edits
 // other code or another test's logic. Everything is checked before anything is written.
 //
@@ -187,7 +187,7 @@ function main() {
     types.flatMap(({ name, file, base }) => [
       file,
       ...[`${jobsDir}/${base}.spec.ts`].filter(at),
-      ...walk('test').filter((path) => basename(path) === `${name}.e2e-spec.ts`),
+      ...walk('test').filter((path) => basename(path) === `${name}.e2e-spec.ts` || basename(path) === `${name}.cases.ts`),
     ]),
   );
 

@@ -11,6 +11,7 @@ import { queuePrefix } from '@app/queue';
 import { type AppProcess, startAll, startApp, stackEnv } from './support/apps';
 import { request, resultOf } from './support/http';
 import { ifPresent } from './support/capabilities';
+import { fileTypeCases } from './support/file-cases';
 import { S3_CREDENTIALS, S3Server } from './support/s3-server';
 import { waitFor } from './support/wait';
 
@@ -102,6 +103,19 @@ describe('file inputs', () => {
     request(`${stack.api.url}/v1/jobs/${type}`, { method: 'POST', body, headers: { ...ALICE, ...headers } });
   const get = (stack: Stack, path: string, headers: Record<string, string> = {}) =>
     fetch(`${stack.api.url}${path}`, { headers: { ...ALICE, ...headers }, redirect: 'manual' });
+
+  // The cases of the types that take files (test/files/<type>.cases.ts), on these stacks.
+  for (const cases of fileTypeCases()) {
+    cases({
+      post: (kind, type, input, files, headers) => post(stacks[kind]!, type, form(input, files), headers),
+      download: async (kind, url) => {
+        let res = await get(stacks[kind]!, url);
+        if (res.status === 303) res = await fetch(res.headers.get('location')!);
+        expect(res.status).toBe(200);
+        return Buffer.from(await res.arrayBuffer());
+      },
+    });
+  }
 
   describe.each(['file', 's3'] as const)('into the %s store', (kind) => {
     it('stores the file under its SHA-256, its run reads it on the pool thread, and the job keeps only a reference', async () => {

@@ -35,6 +35,7 @@ export async function createApi(config: Config, root: (api: DynamicModule) => Dy
   const blobs = await openConfiguredBlobStore(config.blobStore, JobRegistry.forConfig(config).fileTypes());
   if ('problem' in blobs) throw new ConfigError([blobs.problem]);
   const pino = createLogger(config, 'api');
+  if ('warning' in blobs && blobs.warning) pino.warn(blobs.warning);
   logUnhandledRejections(pino);
   const logger = new NestPinoLogger(pino);
   const app = await NestFactory.create<NestFastifyApplication>(root(ApiModule.forRoot(config, pino, blobs.store)), createAdapter(config), {

@@ -34,6 +34,7 @@ async function bootstrap(): Promise<void> {
   const blobs = await openConfiguredBlobStore(config.blobStore, JobRegistry.forConfig(config).fileTypes());
   if ('problem' in blobs) throw new ConfigError([blobs.problem]);
   const pino = createLogger(config, 'worker');
+  if ('warning' in blobs && blobs.warning) pino.warn(blobs.warning);
   logUnhandledRejections(pino);
   const logger = new NestPinoLogger(pino);
   const app = await NestFactory.create<NestFastifyApplication>(WorkerModule.forRoot(config, pino, blobs.store), new FastifyAdapter(), {

@@ -36,20 +36,24 @@ export async function blobStoreProblem(store: BlobStore, waitMs = STORE_WAIT_MS)
 }
 
 /**
- * An app's store as its start-up opens it, before Nest starts: the configured one, checked; null
- * without one (production with BLOB_STORE_URL unset), unless one of `fileTypes` (the registered
- * types that take or return files) needs it. Otherwise the problem, naming BLOB_STORE_URL, for the
- * app to stop with. why not a ConfigError: pool threads load this lib, and @app/config's index loads Nest.
+ * An app's store as its start-up opens it, before Nest starts: the configured one, checked, or the
+ * problem with it, naming BLOB_STORE_URL, for the app to stop with. Without one (production with
+ * BLOB_STORE_URL unset): null, with a warning naming `fileTypes` (the registered types that take or
+ * return files) when there are any: their submissions answer 503 naming BLOB_STORE_URL.
+ * why start anyway: a service deployed without a store still serves its other types (the shipped
+ * manifests run the example `thumbnail` without one). why not a ConfigError: pool threads load
+ * this lib, and @app/config's index loads Nest.
  */
 export async function openConfiguredBlobStore(
   target: BlobTarget | undefined,
   fileTypes: readonly string[],
   waitMs?: number,
-): Promise<{ store: BlobStore | null } | { problem: string }> {
+): Promise<{ store: BlobStore | null; warning?: string } | { problem: string }> {
   if (!target) {
     if (fileTypes.length === 0) return { store: null };
     return {
-      problem: `BLOB_STORE_URL: required when NODE_ENV=production, for the job types that take or return files (${fileTypes.join(', ')}): an s3:// URL, or a file:// directory every replica mounts with BLOB_STORE_ALLOW_FILE=true`,
+      store: null,
+      warning: `BLOB_STORE_URL is unset (NODE_ENV=production): the job types that take or return files (${fileTypes.join(', ')}) answer 503 until it names an s3:// URL, or a file:// directory every replica mounts with BLOB_STORE_ALLOW_FILE=true`,
     };
   }
   const store = openBlobStore(target);

@@ -167,6 +167,13 @@ export interface JobDefinition<Name extends string = string, In = any, Out = any
   readonly files: Readonly<Record<string, FileInput>>;
   /** Whether its runs write result files to the blob store. */
   readonly returnsFiles: boolean;
+  /**
+   * Native addons its run loads on pool threads (`['sharp']`): the worker's main thread loads them
+   * before the type's first run goes to a pool thread. why: a thread that exits (idle, timed out,
+   * cancelled) must never be the last holder of their shared libraries; unloading libvips crashes
+   * the process on glibc Linux (sharp's rule for worker threads). The API never loads them.
+   */
+  readonly nativeModules: readonly string[];
   /** Pure CPU work. Runs in a worker thread (unless `inline`), so it may block as long as it likes. */
   run(input: In, ctx: JobContext): Out | Promise<Out>;
 }
@@ -248,6 +255,7 @@ export function defineJob<const Name extends string, In extends z.ZodType, Out e
   files?: Record<string, FileInput>;
   /** false by default. */
   returnsFiles?: boolean;
+  nativeModules?: readonly string[];
   run(input: z.output<In>, ctx: JobContext): z.output<Out> | Promise<z.output<Out>>;
 }): JobDefinition<Name, z.output<In>, z.output<Out>, z.input<In>> {
   const previous = def.previousVersions ?? [];
@@ -277,6 +285,7 @@ export function defineJob<const Name extends string, In extends z.ZodType, Out e
     ...schedules.map((s) => s.problem),
     ...files.map(([name, file]) => checkedFile(name, file)),
     def.inline === true && (files.length > 0 || def.returnsFiles === true) && 'an inline type takes and returns no files (its run would block the event loop on them)',
+    def.inline === true && (def.nativeModules?.length ?? 0) > 0 && 'an inline type loads no native modules (it runs on no pool thread)',
     def.inline === true && def.timeoutMs > INLINE_MAX_TIMEOUT_MS && `an inline type's timeoutMs must be at most ${INLINE_MAX_TIMEOUT_MS} (it blocks the worker's event loop)`,
   ].filter(Boolean);
   if (problems.length > 0) throw new Error(`Job type "${def.name}": ${problems.join('; ')}`);
@@ -287,6 +296,7 @@ export function defineJob<const Name extends string, In extends z.ZodType, Out e
     inline: def.inline ?? false,
     files: Object.freeze(Object.fromEntries(files.map(([name, file]) => [name, Object.freeze({ maxBytes: file.maxBytes, accept: Object.freeze([...file.accept]) })]))),
     returnsFiles: def.returnsFiles ?? false,
+    nativeModules: Object.freeze([...(def.nativeModules ?? [])]),
     previousVersions: Object.freeze([...previous]),
     examples: Object.freeze([...examples]),
     schedules: Object.freeze(schedules.map(({ problem, ...s }) => Object.freeze(s))),

@@ -13,9 +13,10 @@ import { sort } from './sort.job';
 import { spin } from './spin.job';
 import { sum } from './sum.job';
 import { sumRangeJob } from './sum-range.job';
+import { thumbnail } from './thumbnail.job';
 
 /** The job types this service offers. Adding one is a new `*.job.ts` file and one line here. */
-export const coreJobs = [fibonacci, pbkdf2, sum, sort, sumRangeJob, parallelSum, markdown] as const;
+export const coreJobs = [fibonacci, pbkdf2, sum, sort, sumRangeJob, parallelSum, markdown, thumbnail] as const;
 
 /**
  * The types tests and drills run, registered only with CHAOS_JOBS=true (which production refuses):

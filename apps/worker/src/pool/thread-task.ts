@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { type BlobStore, hashesOf } from '@app/blobs';
-import { allJobs, canonicalJson, contentKey, type InputFile, JobDefinition, JobFailureCode, type JobLogger, JobRegistry, runnerOf } from '@app/jobs';
+import { allJobs, canonicalJson, CodedJobError, contentKey, type InputFile, JobDefinition, JobFailureCode, type JobLogger, JobRegistry, parseFailure, runnerOf } from '@app/jobs';
 import { TaskLog } from './thread-log';
 import type { ChannelMessage, PlannedChild, ProgressMessage, ThreadFile, ThreadResult, ThreadTask } from './thread-protocol';
 import { ResultFiles } from './thread-files';
@@ -68,6 +68,9 @@ async function execute(
     const value = step === 'merge' ? def.fanOut!.merge(JSON.parse(partsJson!) as unknown[], parsed.data) : await runner.run(parsed.data, ctx);
     return { ok: true, value: results ? await results.result(value, storeLarge === true) : value, key };
   } catch (error) {
+    // why only JOB_REJECTED passes: a run may say its input can never succeed (a corrupt image), so
+    // no retry runs it again; every other code is the worker's to give.
+    if (error instanceof CodedJobError && error.code === JobFailureCode.JOB_REJECTED) return { ok: false, ...parseFailure(error.message) };
     return { ok: false, code: JobFailureCode.JOB_FAILED, message: error instanceof Error ? error.message : String(error) };
   }
 }
