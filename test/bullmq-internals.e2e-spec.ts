@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { DelayedError, Job, Queue, Worker, WaitingError } from 'bullmq';
 import IORedis from 'ioredis';
 import type { Config } from '@app/config';
-import { BULL_STRUCTURES, bullKey, decodeNotice, type JobData, noticeChannel, notifyProgress, queuePrefix, SCHEDULED_JOB_ID, scheduledJobId, schedulerId, watchersKey } from '@app/queue';
+import { BULL_STRUCTURES, bullKey, callerShares, decodeNotice, heal, park, PARK_DELAY_MS, release, settle, type JobData, noticeChannel, notifyProgress, queuePrefix, SCHEDULED_JOB_ID, scheduledJobId, schedulerId, watchersKey } from '@app/queue';
 import { coalesceWrites } from '@app/redis';
 import { JobStore } from '../apps/api/src/jobs/job-store';
 import { completeAt, type QueueJob, SlotWorker } from '../apps/worker/src/processor/slot-worker';
@@ -33,6 +33,9 @@ const IOREDIS = (JSON.parse(readFileSync(join(__dirname, '../node_modules/ioredi
 /** BullMQ's updateProgress script (its includes expanded) as notice.protocol.ts's PROGRESS copies it. */
 const UPDATE_PROGRESS = join(__dirname, '../node_modules/bullmq/dist/cjs/scripts/updateProgress-3.js');
 const UPDATE_PROGRESS_SHA256 = '40db2a637bbd2a7323eb0ac6be53074b9ea605c14369bc66d0bb1b42495eea06';
+/** BullMQ's promote script, whose steps fair-share.ts's release copies. */
+const PROMOTE = join(__dirname, '../node_modules/bullmq/dist/cjs/scripts/promote-9.js');
+const PROMOTE_SHA256 = '0793ac8a231ab44498a4914cd059db6f4b7f69b75b7bd8b414eb47d23f31c763';
 
 /** Fails naming the broken assumption, what relies on it, and what BullMQ did instead. */
 function assume(holds: boolean, assumption: string, seen: string): void {
@@ -441,6 +444,43 @@ describe(`BullMQ and ioredis internals this service relies on (bullmq ${BULLMQ},
       );
       await assumeWithin(() => heard.length === 1, 5000, 'PROGRESS publishes the notice to the watchers', () => JSON.stringify(heard));
       assume(JSON.stringify(heard) === JSON.stringify([{ id: 'ours', progress: 42 }]), 'the watchers hear the progress notice', JSON.stringify(heard));
+    });
+  });
+
+  describe("BullMQ's delayed jobs and promote, as libs/queue/src/fair-share.ts uses them", () => {
+    it('is the promote script that was copied; a parked job stays delayed until released, then runs like a promoted one; finishedOn settles it', async () => {
+      const digest = createHash('sha256').update(readFileSync(PROMOTE)).digest('hex');
+      assume(
+        digest === PROMOTE_SHA256,
+        `BullMQ's promote script is the one fair-share.ts's release copies (compare ${PROMOTE} with the lines marked "promote" there, then update PROMOTE_SHA256 here)`,
+        `sha256 ${digest}`,
+      );
+      const q = queue('fair');
+      const worker = manualWorker('fair');
+      await q.add('plain', DATA, { jobId: 'plain', delay: PARK_DELAY_MS });
+      await q.add('urgent', DATA, { jobId: 'urgent', delay: PARK_DELAY_MS, priority: 3 });
+      await park(connection, prefix, q.name, 'alice', 0, [{ id: 'plain', priority: 0 }, { id: 'urgent', priority: 3 }]);
+      // The first is released at once (BullMQ held none waiting), the other stays delayed.
+      const states = await Promise.all(['plain', 'urgent'].map((id) => q.getJobState(id)));
+      assume(JSON.stringify(states) === '["waiting","delayed"]', 'a job added with a delay is in the delayed set; a released one is waiting', JSON.stringify(states));
+      const first = await take(worker, 'f1');
+      assume(first?.id === 'plain', 'a worker takes the released job', String(first?.id));
+      assume((await take(worker, 'f2')) === undefined, 'a worker never takes a parked job (delayed a year)', 'it took one');
+      await first.moveToCompleted('done', 'f1', false);
+      assume(Boolean((await q.getJob('plain'))?.finishedOn), "BullMQ sets finishedOn when it completes a job (settle reads it)", 'no finishedOn');
+      await settle(connection, prefix, q.name, 'alice', ['plain']);
+      assume((await q.getJobState('urgent')) === 'prioritized', "a released job with a priority goes to BullMQ's prioritized set, as promote puts it", String(await q.getJobState('urgent')));
+      const second = await take(worker, 'f2');
+      assume(second?.id === 'urgent' && Number(await connection.hget(q.toKey('urgent'), 'delay')) === 0, 'a worker takes the released prioritized job, its delay 0 as after promote', String(second?.id));
+      const events = (await connection.xrange(bullKey(prefix, q.name, 'events'), '-', '+')).map(([, fields]) => fields.join(' ')).filter((e) => e.includes('prev delayed'));
+      assume(events.length === 2, "a release adds promote's 'waiting' event (prev delayed)", JSON.stringify(events));
+      await second.moveToFailed(new Error('final'), 'f2', false);
+      assume(Boolean((await q.getJob('urgent'))?.finishedOn), 'BullMQ sets finishedOn when a job fails for good', 'no finishedOn');
+      // Nobody settled it: heal does.
+      await heal(connection, prefix, q.name);
+      const shares = await callerShares(connection, prefix, q.name);
+      assume(JSON.stringify(shares) === JSON.stringify([{ caller: 'alice', waiting: 0, running: 0, concurrency: 0 }]), 'every count is back to 0', JSON.stringify(shares));
+      assume((await release(connection, prefix, q.name)) === 0, 'nothing is left to release', 'released one');
     });
   });
 

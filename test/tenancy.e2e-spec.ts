@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import { Queue } from 'bullmq';
+import { type Job, Queue } from 'bullmq';
 import IORedis from 'ioredis';
 import { canonicalJson, contentKey, coreJobs } from '@app/jobs';
-import { type JobData, ownersKey, queuePrefix, watchersKey } from '@app/queue';
+import { type CallerShare, callerShares, type JobData, ownersKey, queuePrefix, watchersKey } from '@app/queue';
 import { AppProcess, AppEnv, startAll, startApp, stackEnv } from './support/apps';
 import { ifPresent } from './support/capabilities';
 import { getJob, readEvents, request, submit } from './support/http';
@@ -135,22 +135,51 @@ describe('tenancy: one API key cannot see, cancel or poison another key\'s work'
 });
 
 /**
- * A `share: 'caller'` type's input may hold a secret (a password, say): no other key may learn that
- * someone submitted it. private-echo is that type here; it is a test type, registered only with
- * CHAOS_JOBS, so these apps run with NODE_ENV=test.
+ * Apps with API keys and the test job types (registered only with CHAOS_JOBS, so NODE_ENV=test): a
+ * `share: 'caller'` input is never confirmed to another key, and each key gets its fair share of the
+ * queue (libs/queue's fair-share.ts): carol may run one job at once and have three waiting.
  */
-describe("tenancy: a `share: 'caller'` input is never confirmed to another key", () => {
+describe('tenancy: keys with the test job types', () => {
+  const env = stackEnv('tenancy-share', {
+    API_KEYS: `alice=${ALICE},bob=${BOB},carol=${CAROL}`,
+    CALLER_LIMITS: 'carol:concurrency=1,carol:queued=3',
+  });
   let api: AppProcess | undefined;
   let worker: AppProcess | undefined;
+  let redis: IORedis;
+  let queue: Queue<JobData, unknown, string>;
 
   beforeAll(async () => {
-    const env = stackEnv('tenancy-share', { API_KEYS: `alice=${ALICE},bob=${BOB}` });
+    redis = new IORedis(env.REDIS_URL!, { maxRetriesPerRequest: null });
+    queue = new Queue<JobData, unknown, string>('default', { connection: redis, prefix: queuePrefix(env.REDIS_PREFIX!, 'default') });
     [api, worker] = await startAll([startApp('api', env), startApp('worker', env)]);
   });
 
   afterAll(async () => {
     await Promise.all([api?.stop(), worker?.stop()]);
+    await queue?.close();
+    redis?.disconnect();
   });
+
+  /** Every caller's share of the default queue, once each one's waiting and running counts are back to 0. */
+  const drained = async (): Promise<CallerShare[]> => {
+    let shares: CallerShare[] = [];
+    await waitFor(async () => {
+      shares = await callerShares(redis, env.REDIS_PREFIX!, 'default');
+      return shares.every((share) => share.waiting === 0 && share.running === 0);
+    }, { timeoutMs: 20_000, what: "every caller's waiting and running counts back to 0" });
+    return shares;
+  };
+
+  /** The BullMQ jobs of `ids`, once all have finished. */
+  const finished = async (ids: readonly string[]): Promise<Array<Job<JobData>>> => {
+    let jobs: Array<Job<JobData> | undefined> = [];
+    await waitFor(async () => {
+      jobs = await Promise.all(ids.map((id) => queue.getJob(id)));
+      return jobs.every((job) => job?.finishedOn);
+    }, { timeoutMs: 30_000, what: 'the jobs finished' });
+    return jobs as Array<Job<JobData>>;
+  };
 
   it('gives another key no cache hit and no joined run', async () => {
     const url = api!.url;
@@ -168,6 +197,45 @@ describe("tenancy: a `share: 'caller'` input is never confirmed to another key",
       expect(guess.body.id).not.toBe(alice.body.id);
       expect(guess.body.createdAt).not.toBe(alice.body.createdAt);
     }
+  });
+
+  ifPresent('fair-share').it("fair share: one key's flood does not hold back another key's jobs, which start in turn", async () => {
+    const url = api!.url;
+    const spin = (tag: string) => ({ mode: 'spin', ms: 300, tag: `${tag}-${randomBytes(4).toString('hex')}` });
+    const flood = await request(`${url}/v1/jobs/chaos/batch`, { method: 'POST', json: { items: Array.from({ length: 16 }, () => spin('alice')) }, headers: as(ALICE) });
+    expect(flood.status).toBe(202);
+    const bobFrom = Date.now();
+    const bob = await Promise.all([spin('bob'), spin('bob')].map((input) => submit(url, 'chaos', input, { headers: as(BOB) })));
+    const ids = [...flood.body.items.map((item: { job: { id: string } }) => item.job.id), ...bob.map((res) => res.body.id as string)];
+    const jobs = await finished(ids);
+    const bobStarted = Math.max(...jobs.slice(16).map((job) => job.processedOn!));
+    // With 2 threads, Bob's two jobs take the next slots in turn with Alice's: at most a round of
+    // hers starts between his submission and his last start (a shared FIFO starts all 14 left).
+    const aliceMeanwhile = jobs.slice(0, 16).filter((job) => job.processedOn! > bobFrom && job.processedOn! < bobStarted);
+    expect(aliceMeanwhile.length).toBeLessThanOrEqual(4);
+    expect(jobs.slice(0, 16).filter((job) => job.processedOn! > bobStarted).length).toBeGreaterThanOrEqual(8);
+    expect((await drained()).map((share) => share.caller).sort()).toEqual(['alice', 'bob']);
+  });
+
+  ifPresent('fair-share').it("fair share: CALLER_CONCURRENCY and CALLER_MAX_QUEUED bind that key alone", async () => {
+    const url = api!.url;
+    const spin = (ms = 300) => ({ mode: 'spin', ms, tag: `carol-${randomBytes(4).toString('hex')}` });
+    // One released (concurrency 1; long enough to run while the others are submitted), three
+    // waiting (queued 3): the fifth is refused, to carol only.
+    const accepted = [await submit(url, 'chaos', spin(3000), { headers: as(CAROL) })];
+    for (let i = 0; i < 3; i++) accepted.push(await submit(url, 'chaos', spin(), { headers: as(CAROL) }));
+    expect(accepted.map((res) => res.status)).toEqual([202, 202, 202, 202]);
+    const refused = await submit(url, 'chaos', spin(), { headers: as(CAROL) });
+    expect(refused.status).toBe(429);
+    expect(refused.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+    expect(refused.headers.get('retry-after')).toBe('5');
+    expect(refused.body).toMatchObject({ code: 'CALLER_BACKLOG_FULL' });
+    expect((await submit(url, 'chaos', spin(), { headers: as(ALICE) })).status).toBe(202);
+    const jobs = await finished(accepted.map((res) => res.body.id as string));
+    // Never two at once: each starts after the one before it finished.
+    const runs = jobs.map((job) => [job.processedOn!, job.finishedOn!]).sort((a, b) => a[0] - b[0]);
+    for (let i = 1; i < runs.length; i++) expect(runs[i][0]).toBeGreaterThanOrEqual(runs[i - 1][1]);
+    await drained();
   });
 });
 

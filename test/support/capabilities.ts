@@ -29,6 +29,8 @@ export const CAPABILITIES = {
   demo: { folder: 'apps/api/src/demo', module: 'DemoModule', wiredIn: [API], tests: ['test/demo.e2e-spec.ts'] },
   docs: { folder: 'apps/api/src/docs', module: 'ApiDocsModule', wiredIn: [API], tests: ['test/docs.e2e-spec.ts', 'test/openapi-lint.e2e-spec.ts'] },
   'queue-dashboard': { folder: 'apps/api/src/queue-dashboard', module: 'QueueDashboardModule', wiredIn: [API], tests: ['test/dashboard.e2e-spec.ts'] },
+  // why no tests of its own: its cases share test/tenancy.e2e-spec.ts's stack with API keys (written ifPresent('fair-share')).
+  'fair-share': { folder: 'apps/api/src/fair-share', module: 'FairShareModule', wiredIn: [API], tests: [] },
   tracing: { folder: 'libs/otel', module: 'OtelTracingModule', wiredIn: [API, WORKER], tests: ['test/tracing.e2e-spec.ts'] },
 } as const satisfies Record<string, Capability>;
 

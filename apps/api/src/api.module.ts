@@ -13,6 +13,7 @@ import { pingRedis, type RedisClient, RedisModule } from '@app/redis';
 import { TracingModule } from '@app/tracing';
 import { BatchModule } from './batch/batch.module';
 import { DemoModule } from './demo/demo.module';
+import { FairShareModule } from './fair-share/fair-share.module';
 import { FilesModule } from './files/files.module';
 import { ApiDocsModule } from './docs/api-docs.module';
 import { ProblemFilter } from './http/problem.filter';
@@ -58,6 +59,7 @@ export class ApiModule implements NestModule {
         IdempotencyModule,
         WebhooksModule,
         SchedulesModule,
+        FairShareModule,
         ...(config.demo ? [DemoModule] : []),
         ...(config.apiDocs ? [ApiDocsModule] : []),
         ...(config.queueDashboard ? [QueueDashboardModule] : []),

@@ -89,6 +89,23 @@ const apiKeys = z
     }),
   );
 
+// Per-key fair-share limits: comma-separated `name:concurrency=N` or `name:queued=N` (name: an API_KEYS name).
+const callerLimits = z
+  .string()
+  .transform((v) => v.split(',').map((entry) => entry.trim()).filter(Boolean))
+  .pipe(
+    z.array(
+      z
+        .string()
+        .regex(/^[\w.-]{1,64}:(concurrency|queued)=\d{1,9}$/, 'each entry must be name:concurrency=N or name:queued=N (name: a key of API_KEYS)')
+        .transform((entry) => {
+          const [name, rest] = [entry.slice(0, entry.lastIndexOf(':')), entry.slice(entry.lastIndexOf(':') + 1)];
+          const [limit, value] = rest.split('=');
+          return { name, limit: limit as 'concurrency' | 'queued', value: Number(value) };
+        }),
+    ),
+  );
+
 // Address ranges: comma-separated CIDRs (`10.0.0.0/8`, `fd00::/8`) or single addresses, IPv4 or IPv6.
 const cidrList = z
   .string()
@@ -247,6 +264,12 @@ const schema = z.object({
   /** Admin keys, the only ones accepted on /admin/* (the queue dashboard) once any key is set; never on /v1. */
   ADMIN_API_KEYS: apiKeys.default([]),
   ALLOW_UNAUTHENTICATED: bool.default(false),
+  /** Jobs of one queue one API key may have released to workers at once (fair share); 0 is no limit. */
+  CALLER_CONCURRENCY: int(0, 1_000_000).default(0),
+  /** Jobs of one queue one API key may have waiting (fair share): past it, that key gets 429 CALLER_BACKLOG_FULL; 0 is no limit. */
+  CALLER_MAX_QUEUED: int(0, 100_000_000).default(0),
+  /** Per-key overrides of CALLER_CONCURRENCY and CALLER_MAX_QUEUED: `name:concurrency=N,name:queued=N`. */
+  CALLER_LIMITS: callerLimits.default([]),
   /** Requests per minute per API key (per client IP without keys), shared by all replicas; 0 is off. */
   RATE_LIMIT_PER_MINUTE: int(0, 10_000_000).default(0),
   RATE_LIMIT_BURST: int(1, 10_000_000).optional(),
@@ -487,6 +510,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, app?: 'api' | '
       !e.ADMIN_API_KEYS.length &&
       'QUEUE_DASHBOARD: needs ADMIN_API_KEYS when NODE_ENV=production (the dashboard is served to admin keys only)',
     new Set(e.API_KEYS.map((k) => k.name)).size !== e.API_KEYS.length && 'API_KEYS: key names must be unique',
+    ...e.CALLER_LIMITS.filter((l) => !e.API_KEYS.some((k) => k.name === l.name)).map((l) => `CALLER_LIMITS: "${l.name}" names no key of API_KEYS`),
     new Set(e.ADMIN_API_KEYS.map((k) => k.name)).size !== e.ADMIN_API_KEYS.length && 'ADMIN_API_KEYS: key names must be unique',
     ...weakKeys('API_KEYS', e.API_KEYS),
     ...weakKeys('ADMIN_API_KEYS', e.ADMIN_API_KEYS),

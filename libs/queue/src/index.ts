@@ -1,5 +1,5 @@
 export type { JobData } from './job-data';
-export { BULL_STRUCTURES, bullKey, childJobId, noticeChannel, ownersKey, queueKeys, queuePrefix, SCHEDULED_JOB_ID, scheduledJobId, schedulerId, watchersKey, WEBHOOK_QUEUE, webhookDeliveryId } from './queue.keys';
+export { BULL_STRUCTURES, bullKey, childJobId, fairKey, noticeChannel, ownersKey, queueKeys, queuePrefix, SCHEDULED_JOB_ID, scheduledJobId, schedulerId, watchersKey, WEBHOOK_QUEUE, webhookDeliveryId } from './queue.keys';
 export { jobOptions } from './job-options';
 export { checkSchedules, nextRunOf, scheduledJob } from './schedules';
 export type { ScheduledJob } from './schedules';
@@ -9,3 +9,5 @@ export { stopChildren } from './children';
 export { decodeNotice, encodeNotice, NOTICE_RESULT_MAX, notify, notifyChildProgress, notifyProgress } from './notice.protocol';
 export type { JobNotice, JobRecord } from './notice.protocol';
 export { extendDeadline, NO_DEADLINE, pastDeadline, POP_DUE, startDeadlinesKey } from './start-deadlines';
+export { callerShares, forgetParked, heal, HEAL_INTERVAL_MS, park, PARK_DELAY_MS, parkedOf, release, RELEASE_AHEAD, settle } from './fair-share';
+export type { CallerShare, ParkedJob } from './fair-share';

@@ -20,6 +20,11 @@ export interface JobData {
   files?: Record<string, FileRef>;
   /** The submitting caller's scope, for a `share: 'caller'` type only: part of its content key. */
   scope?: string;
+  /**
+   * The API key's name whose fair share the job counts in (see fair-share.ts): set with API keys
+   * only, on jobs the API parked; the worker settles the job in that caller's share when it ends.
+   */
+  caller?: string;
   /** Request id of the submission, so the worker's log lines for this job carry it. */
   requestId?: string;
   /**

@@ -21,6 +21,16 @@ export function bullKey(prefix: string, queue: string, structure: string): strin
 }
 
 /**
+ * A key of fair share's (see fair-share.ts) in `queue`: `ring`, `in-ring`, `limits`, `parked`, `seq`,
+ * `waiting:<caller>`, `running:<caller>`; `''` is their common base. In the queue's hash tag, so one
+ * script touches them and BullMQ's keys together, on Redis Cluster too. `parked` (a sorted set of
+ * every parked job) is what KEDA and MAX_BACKLOG count beside `wait` and `prioritized`.
+ */
+export function fairKey(prefix: string, queue: string, part: string): string {
+  return `${queuePrefix(prefix, queue)}:fair:${part}`;
+}
+
+/**
  * BullMQ's structure under bullKey() for the jobs of each state: `wait` (list, LLEN), `prioritized`
  * and `delayed` (sorted sets, ZCARD), `active` (list). KEDA's redis triggers read these keys.
  */

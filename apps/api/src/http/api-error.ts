@@ -19,6 +19,7 @@ export const API_ERRORS = {
   RANGE_NOT_SATISFIABLE: { status: 416, title: 'Range not satisfiable' },
   IDEMPOTENCY_KEY_CONFLICT: { status: 422, title: 'Idempotency-Key used for another request' },
   RATE_LIMITED: { status: 429, title: 'Too many requests' },
+  CALLER_BACKLOG_FULL: { status: 429, title: 'Too many jobs waiting for this caller' },
   INTERNAL: { status: 500, title: 'Internal error' },
   QUEUE_UNAVAILABLE: { status: 503, title: 'Queue unavailable' },
   BACKLOG_FULL: { status: 503, title: 'Backlog full' },

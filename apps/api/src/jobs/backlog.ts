@@ -1,6 +1,8 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { CONFIG, type Config } from '@app/config';
-import type { JobsQueue } from '../queues/queue.providers';
+import { fairKey } from '@app/queue';
+import type { RedisClient } from '@app/redis';
+import { type JobsQueue, QUEUE_REDIS } from '../queues/queue.providers';
 
 /** How long one reading of a queue's backlog serves every submission on this replica. */
 const FRESH_MS = 250;
@@ -24,7 +26,10 @@ interface Reading {
 export class Backlog {
   private readonly readings = new Map<JobsQueue, Reading>();
 
-  constructor(@Inject(CONFIG) private readonly config: Config) {}
+  constructor(
+    @Inject(CONFIG) private readonly config: Config,
+    @Inject(QUEUE_REDIS) private readonly redis: RedisClient,
+  ) {}
 
   /**
    * How many of `wanted` new jobs `queue` takes now (the first ones of a batch go first), and the
@@ -38,12 +43,13 @@ export class Backlog {
     return { admitted, backlog };
   }
 
-  /** Jobs waiting for a worker in `queue`: waiting and prioritized (not delayed retries). */
+  /** Jobs waiting for a worker in `queue`: waiting, prioritized and parked by fair share (not delayed retries). */
   private reading(queue: JobsQueue): Reading {
     const now = Date.now();
     const last = this.readings.get(queue);
     if (last && now - last.at <= FRESH_MS) return last;
-    const reading: Reading = { at: now, count: queue.getJobCountByTypes('waiting', 'prioritized'), admitted: 0 };
+    const count = Promise.all([queue.getJobCountByTypes('waiting', 'prioritized'), this.redis.zcard(fairKey(this.config.redisPrefix, queue.name, 'parked'))]).then(([bull, parked]) => bull + parked);
+    const reading: Reading = { at: now, count, admitted: 0 };
     this.readings.set(queue, reading);
     // A failed reading must not be served to the next caller.
     reading.count.catch(() => (reading.at = 0));

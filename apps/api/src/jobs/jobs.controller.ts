@@ -50,7 +50,7 @@ export class JobsController {
     description: 'Runs the job, or joins an identical one queued or running, or answers from the result cache. `Server-Timing` says where the time went.',
   })
   @ApiBody({ required: true, schema: JOB_INPUT })
-  @ApiSubmission('BACKLOG_FULL')
+  @ApiSubmission('BACKLOG_FULL', 'CALLER_BACKLOG_FULL')
   @ApiResponse({ status: 200, description: 'Finished: a cache hit (`cached: true`), or finished within `Prefer: wait`.', content: VIEW })
   @ApiResponse({
     status: 202,

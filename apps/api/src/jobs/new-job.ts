@@ -1,6 +1,6 @@
 import type { JobsOptions } from 'bullmq';
 import type { JobDefinition } from '@app/jobs';
-import { type JobData, jobOptions } from '@app/queue';
+import { type JobData, jobOptions, PARK_DELAY_MS } from '@app/queue';
 import type { PreparedJob } from './job-input';
 
 /**
@@ -29,14 +29,15 @@ export interface NewJob {
 }
 
 /**
- * The BullMQ job for `job` with id `jobId`, to start by `startBy` (epoch ms) if set: the one place
- * its data and options are decided.
+ * The BullMQ job for `job` with id `jobId`, to start by `startBy` (epoch ms) if set, parked as
+ * `caller`'s when set (fair share: delayed until released, see libs/queue's fair-share.ts): the one
+ * place its data and options are decided.
  */
-export function newJob(job: PreparedJob, jobId: string, submission: Submission, retentionSeconds: number, startBy?: number): NewJob {
+export function newJob(job: PreparedJob, jobId: string, submission: Submission, retentionSeconds: number, startBy?: number, caller?: string): NewJob {
   const { def, inputJson, key, scope, files } = job;
   return {
     name: def.name,
-    data: { inputJson, version: def.version, key, ...(scope === undefined ? {} : { scope }), ...(files && { files }), requestId: submission.requestId, ...(startBy === undefined ? {} : { startBy }) },
+    data: { inputJson, version: def.version, key, ...(scope === undefined ? {} : { scope }), ...(files && { files }), requestId: submission.requestId, ...(startBy === undefined ? {} : { startBy }), ...(caller === undefined ? {} : { caller }) },
     opts: {
       jobId,
       ...jobOptions(def, retentionSeconds),
@@ -44,6 +45,7 @@ export function newJob(job: PreparedJob, jobId: string, submission: Submission, 
       // from any replica join the job in flight. The worker writes the cache before completing, so
       // once the key is released the cache answers instead.
       deduplication: { id: key },
+      ...(caller !== undefined && { delay: PARK_DELAY_MS }),
     },
   };
 }

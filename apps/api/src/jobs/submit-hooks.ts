@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Inject, Injectable, Optional } from '@nestjs/common';
+import type { ParkedJob } from '@app/queue';
+import type { RedisClient } from '@app/redis';
 import { ApiError } from '../http/api-error';
 
 /** An Idempotency-Key, and whose it is. */
@@ -47,6 +49,19 @@ export interface JobCallbacks {
   register(jobIds: readonly string[], url: string, scope: string, requestId?: string): Promise<void>;
 }
 
+/** Injection token of the fair-share capability (apps/api/src/fair-share provides it). */
+export const CALLER_SHARES = Symbol('CALLER_SHARES');
+
+/** What submissions ask of the fair-share capability (see libs/queue's fair-share.ts). */
+export interface CallerShares {
+  /** The caller whose share the jobs of `scope` count in, or undefined: they go to the queue as they are. */
+  callerOf(scope: string): string | undefined;
+  /** The caller's jobs waiting in `queue`, and how many it may have (CALLER_MAX_QUEUED; 0: no limit). */
+  queued(queue: string, caller: string): Promise<{ queued: number; max: number }>;
+  /** Parks the caller's new jobs, added delayed by PARK_DELAY_MS; sent on the add's connection, after the add. */
+  park(connection: RedisClient, queue: string, caller: string, jobs: readonly ParkedJob[]): Promise<unknown>;
+}
+
 /** Without the capability an Idempotency-Key is ignored, as the IETF draft asks of servers that do not support it. */
 const NO_IDEMPOTENCY: SubmitOnce = {
   keyOf: () => undefined,
@@ -62,6 +77,13 @@ const NO_CALLBACKS: JobCallbacks = {
   register: () => Promise.resolve(),
 };
 
+/** Without the capability every caller's jobs share the queue's order. */
+const NO_SHARES: CallerShares = {
+  callerOf: () => undefined,
+  queued: () => Promise.resolve({ queued: 0, max: 0 }),
+  park: () => Promise.resolve(),
+};
+
 /**
  * The hooks of the optional capabilities around a submission. why the core owns them: a capability
  * is a folder that can be deleted; its module provides the token (globally), and without it the
@@ -72,5 +94,6 @@ export class SubmitHooks {
   constructor(
     @Optional() @Inject(SUBMIT_ONCE) readonly idempotency: SubmitOnce = NO_IDEMPOTENCY,
     @Optional() @Inject(JOB_CALLBACKS) readonly callbacks: JobCallbacks = NO_CALLBACKS,
+    @Optional() @Inject(CALLER_SHARES) readonly shares: CallerShares = NO_SHARES,
   ) {}
 }

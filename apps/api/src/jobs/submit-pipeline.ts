@@ -18,6 +18,7 @@ import type { Outcome } from './outcome';
 import { JobQueues, QUEUE_REDIS } from '../queues/queue.providers';
 import { ReplicaAck } from './replica-ack';
 import { SubmissionMetrics } from './submission.metrics';
+import { SubmitHooks } from './submit-hooks';
 
 export interface AcceptOptions {
   /** The caller: with API keys, every job it gets counts it among its owners. */
@@ -52,13 +53,17 @@ export class SubmitPipeline {
     private readonly replicas: ReplicaAck,
     private readonly metrics: SubmissionMetrics,
     private readonly expiry: JobExpiry,
+    private readonly hooks: SubmitHooks,
     @Inject(QUEUE_REDIS) private readonly redis: RedisClient,
     @Inject(CONFIG) private readonly config: Config,
   ) {}
 
   async accept(def: JobDefinition, jobs: readonly PreparedJob[], options: AcceptOptions): Promise<Outcome[]> {
     const outcomes = new Array<Outcome>(jobs.length);
-    const cached = await this.lookUp(def, jobs);
+    const { shares } = this.hooks;
+    const caller = shares.callerOf(options.scope);
+    // why beside the cache lookup: the caller's count costs no round trip of its own.
+    const [cached, share] = await Promise.all([this.lookUp(def, jobs), caller === undefined ? undefined : shares.queued(def.queue, caller)]);
     options.timing?.mark('cache');
     const work: number[] = [];
     jobs.forEach((_, i) => {
@@ -74,8 +79,15 @@ export class SubmitPipeline {
     }
 
     const queue = this.queues.get(def.queue);
-    const { admitted, backlog } = await this.backlog.admit(queue, work.length);
-    for (const i of work.slice(admitted)) {
+    // CALLER_MAX_QUEUED first: a caller past its own limit is told so, and takes nothing of MAX_BACKLOG.
+    const room = share && share.max > 0 ? Math.max(0, share.max - share.queued) : work.length;
+    const callerAdmitted = Math.min(work.length, room);
+    for (const i of work.slice(callerAdmitted)) {
+      const detail = `${share!.queued} of your jobs are waiting in queue "${queue.name}", which takes at most ${share!.max} per caller; ${jobs.length === 1 ? 'retry later' : `${callerAdmitted} of this batch's ${work.length} new jobs were accepted; resubmit the rest later`}`;
+      outcomes[i] = { kind: 'rejected', error: new ApiError('CALLER_BACKLOG_FULL', detail, { retryAfterSeconds: 5 }) };
+    }
+    const { admitted, backlog } = await this.backlog.admit(queue, callerAdmitted);
+    for (const i of work.slice(admitted, callerAdmitted)) {
       const detail =
         jobs.length === 1
           ? `${backlog} jobs are waiting in queue "${queue.name}"; retry later`
@@ -116,12 +128,17 @@ export class SubmitPipeline {
       this.expiry.wake(startBy);
     }
     options.adding?.();
-    const newJobs = adding.map(({ i, id }) => newJob(jobs[i], id, options.submission, this.config.jobRetentionSeconds, startBy));
+    const newJobs = adding.map(({ i, id }) => newJob(jobs[i], id, options.submission, this.config.jobRetentionSeconds, startBy, caller));
     const [added] = await Promise.all([
       newJobs.length === 1 ? submitter.add(newJobs[0].name, newJobs[0].data, newJobs[0].opts).then((job) => [job]) : submitter.addBulk(newJobs),
       this.owners.add(def.queue, ids, options.scope, hits),
       ...alongside,
     ]).catch(closeAll);
+    if (caller !== undefined) {
+      // The jobs this add created (not the ones it joined) wait in the caller's share until released.
+      const parked = added.flatMap((job, n) => (job.id === adding[n].id ? [{ id: job.id, priority: newJobs[n].opts.priority ?? 0 }] : []));
+      if (parked.length > 0) await shares.park(connection, def.queue, caller, parked).catch(closeAll);
+    }
     options.timing?.mark('enqueue');
     // One WAIT covers them all: they were written on one connection, before it, in the queue's slot.
     // A joined job too: joining wrote a "deduplicated" event after the job it joined.

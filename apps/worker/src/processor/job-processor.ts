@@ -9,6 +9,7 @@ import type { RedisClient } from '@app/redis';
 import { SPAN_ATTRIBUTES, type Tracing, TRACING } from '@app/tracing';
 import { JobPool, type RunOptions } from '../pool/job-pool';
 import { CancelRequests } from './cancel-requests';
+import { FairRelease } from './fair-release';
 import { FanOut } from './fan-out';
 import { InputFiles } from './input-files';
 import { JobNotifier } from './job-notifier';
@@ -112,6 +113,7 @@ export class JobProcessor implements OnApplicationBootstrap {
           this.metrics.count(job.name, parseFailure(job.deferredFailure).code);
           this.ownersOutlive(job, this.config.jobRetentionSeconds);
         },
+        () => new FairRelease(this.redis, this.config.redisPrefix, name, (error) => this.logger.warn({ err: error, queue: name }, 'fair share: a release or settle failed; the next heal retries it')),
       )
         .on('error', (error) => this.logger.warn({ err: error, queue: name }, 'BullMQ worker error'))
         // Sent once BullMQ has recorded the end, so a replica that reads the job on the notice sees it.

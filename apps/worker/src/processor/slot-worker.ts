@@ -1,5 +1,6 @@
 import { Job, Processor, Worker, WorkerOptions } from 'bullmq';
 import type { JobData } from '@app/queue';
+import type { FairRelease } from './fair-release';
 import { Slots } from './slots';
 
 export type QueueJob = Job<JobData, unknown, string>;
@@ -53,6 +54,8 @@ export class SlotWorker extends Worker<JobData, unknown, string> {
      * deferred failure (the API's cancel flag, see flagCancelled in libs/queue).
      */
     private readonly failedAtPickup: (job: QueueJob) => void = () => undefined,
+    /** Fair share between callers in this queue (see fair-release.ts), made once the Worker exists. */
+    fairRelease?: (worker: SlotWorker) => FairRelease,
   ) {
     super(queue, processor, { ...options, concurrency: slots.size });
     // why: BullMQ stamps a completion with the time it builds moveToFinished's arguments, after the
@@ -72,6 +75,14 @@ export class SlotWorker extends Worker<JobData, unknown, string> {
       runEnds.delete(job);
       return args;
     };
+    this.fair = fairRelease?.(this);
+  }
+
+  private readonly fair: FairRelease | undefined;
+
+  override async close(force?: boolean): Promise<void> {
+    this.fair?.stop();
+    return super.close(force);
   }
 
   protected override async moveToActive(token: string, name?: string): Promise<QueueJob> {
@@ -87,7 +98,10 @@ export class SlotWorker extends Worker<JobData, unknown, string> {
     let job: QueueJob | undefined;
     try {
       // why check again: the wait for a slot may outlast the start of a shutdown.
-      if (!this.closing) job = await super.moveToActive(token, name);
+      if (!this.closing) {
+        this.fair?.beforeFetch();
+        job = await super.moveToActive(token, name);
+      }
     } finally {
       if (!job && !inherited) this.giveBack(token);
     }
@@ -103,7 +117,9 @@ export class SlotWorker extends Worker<JobData, unknown, string> {
       let next: void | QueueJob = job;
       while (next) {
         if (next.deferredFailure) this.failedAtPickup(next);
-        next = await super.processJob(next, token, another);
+        const ran: QueueJob = next;
+        next = await super.processJob(ran, token, another);
+        this.fair?.ended(ran);
       }
     } finally {
       this.giveBack(token);

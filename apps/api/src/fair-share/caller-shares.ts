@@ -1,0 +1,35 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { CONFIG, type Config } from '@app/config';
+import { park, type ParkedJob, parkedOf } from '@app/queue';
+import type { RedisClient } from '@app/redis';
+import { QUEUE_REDIS } from '../queues/queue.providers';
+import { keyNameOf } from '../security/caller';
+import type { CallerShares as Hook } from '../jobs/submit-hooks';
+import { limitsOf } from './caller-limits';
+
+/**
+ * Fair share on submission: each API key's jobs wait in its own share of the queue and are released
+ * in turn (see libs/queue's fair-share.ts, which the worker follows too). Without API keys there is
+ * one caller (the anonymous scope), whose jobs go to the queue as they are.
+ */
+@Injectable()
+export class CallerShares implements Hook {
+  constructor(
+    @Inject(CONFIG) private readonly config: Config,
+    @Inject(QUEUE_REDIS) private readonly redis: RedisClient,
+  ) {}
+
+  callerOf(scope: string): string | undefined {
+    return keyNameOf(scope);
+  }
+
+  async queued(queue: string, caller: string): Promise<{ queued: number; max: number }> {
+    const max = limitsOf(this.config, caller).queued;
+    // why no read without a limit: it would cost a round trip on every submission for nothing.
+    return { queued: max === 0 ? 0 : await parkedOf(this.redis, this.config.redisPrefix, queue, caller), max };
+  }
+
+  park(connection: RedisClient, queue: string, caller: string, jobs: readonly ParkedJob[]): Promise<unknown> {
+    return park(connection, this.config.redisPrefix, queue, caller, limitsOf(this.config, caller).concurrency, jobs);
+  }
+}

@@ -1,0 +1,11 @@
+import { Global, Module } from '@nestjs/common';
+import { CALLER_SHARES } from '../jobs/submit-hooks';
+import { CallerShares } from './caller-shares';
+
+/** Fair share between API keys. why global: it lends the core its CALLER_SHARES hook, which the core injects as optional. */
+@Global()
+@Module({
+  providers: [CallerShares, { provide: CALLER_SHARES, useExisting: CallerShares }],
+  exports: [CALLER_SHARES],
+})
+export class FairShareModule {}

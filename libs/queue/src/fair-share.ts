@@ -1,0 +1,242 @@
+import { LuaScript, type RedisClient } from '@app/redis';
+import { bullKey, fairKey } from './queue.keys';
+
+/**
+ * Fair share between callers, on open-source BullMQ: the one protocol the API (which parks jobs) and
+ * the worker (which releases them as slots free) share, with its keys and its one script.
+ *
+ * With API keys, a new job is added to BullMQ as a delayed job due in a year (PARK_DELAY_MS): it is
+ * a whole BullMQ job (its id, data, deduplication, events, cancel and start deadline work as for any
+ * queued job), but no worker takes it. Its id also goes into its caller's waiting set (a sorted set
+ * ordered by the job's priority, then by arrival, so priorities keep their meaning within a caller),
+ * and the caller into the queue's ring of callers that have jobs waiting and room to run one.
+ *
+ * Releasing moves the head job of the ring's next caller from `delayed` into BullMQ's wait list (or
+ * prioritized set) exactly as BullMQ's promote script does, and into the caller's running set, but
+ * only while BullMQ holds fewer than RELEASE_AHEAD jobs waiting: a job is released when a slot frees
+ * (a worker finished one, or asks for one), so every caller with jobs waiting gets the next slot in
+ * turn. A caller at its limit (CALLER_CONCURRENCY) leaves the ring until one of its jobs ends.
+ *
+ * "Running" is released and not yet finished (waiting in BullMQ, active, or in a retry's backoff),
+ * read from BullMQ's own record: a released job leaves the running set once its hash is gone or has
+ * `finishedOn`. The worker settles each job it ran at once; `heal`, run by every worker every
+ * HEAL_INTERVAL_MS, settles what nobody did (a worker killed between BullMQ's completion and its
+ * settle, a job BullMQ failed as stalled too often, a released job removed while waiting), so no
+ * caller's count stays up after a fault. A job a stalled worker held stays released (BullMQ puts it
+ * back in wait) and so counted, until it ends.
+ *
+ * Cost per job: one script at submission (in the add's own round trip) and one when it ends (not
+ * awaited), each touching O(1) keys: the ring is popped and pushed, never scanned. `heal` reads every
+ * known caller (bounded by API_KEYS) and their running jobs (bounded by the jobs in flight), once per
+ * interval per worker, not per job.
+ *
+ * test/bullmq-internals.e2e-spec.ts pins what this copies from BullMQ (the promote script's steps,
+ * the delayed and finishedOn fields) and test/tenancy.e2e-spec.ts the behaviour.
+ */
+
+/** How far in the future a parked job is due: never, in practice (a release promotes it long before). */
+export const PARK_DELAY_MS = 365 * 24 * 3600 * 1000;
+/** Jobs BullMQ may hold waiting before the next one is released: the fewer, the fairer. */
+export const RELEASE_AHEAD = 1;
+/** How often each worker settles what no one settled (see `heal`). */
+export const HEAL_INTERVAL_MS = 2000;
+
+/**
+ * The script. KEYS: the fair-share keys (ring, ring members, callers' limits, all parked jobs,
+ * sequence) then BullMQ's (delayed, wait, meta, prioritized, active, priority counter, events,
+ * marker). ARGV: fair-share key base, BullMQ key base, operation, then the operation's arguments.
+ * Lines marked "promote" are BullMQ 6.7's promote-9 (its includes expanded), which the internals
+ * test checks.
+ */
+const FAIR_SHARE = new LuaScript(
+  `local rcall = redis.call
+local ring, inRing, limits, parked, seq = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local delayedKey, waitKey, metaKey, prioritizedKey, activeKey, pcKey, eventsKey, markerKey = KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11], KEYS[12], KEYS[13]
+local fairBase, bullBase, op = ARGV[1], ARGV[2], ARGV[3]
+local function waitingOf(c) return fairBase .. 'waiting:' .. c end
+local function runningOf(c) return fairBase .. 'running:' .. c end
+local function below(c)
+  local limit = tonumber(rcall('HGET', limits, c)) or 0
+  return limit == 0 or rcall('SCARD', runningOf(c)) < limit
+end
+-- Into the ring, once: a caller with jobs waiting and room to run one.
+local function offer(c)
+  if rcall('SISMEMBER', inRing, c) == 0 and rcall('ZCARD', waitingOf(c)) > 0 and below(c) then
+    rcall('RPUSH', ring, c)
+    rcall('SADD', inRing, c)
+  end
+end
+-- Out of the running set once BullMQ has finished the job or no longer has it.
+local function settle(c, id)
+  local jobKey = bullBase .. id
+  if rcall('EXISTS', jobKey) == 0 or rcall('HEXISTS', jobKey, 'finishedOn') == 1 then rcall('SREM', runningOf(c), id) end
+end
+local function promote(id)
+  local jobKey = bullBase .. id
+  local priority = tonumber(rcall('HGET', jobKey, 'priority')) or 0 -- promote
+  local marked = true
+  local attributes = rcall('HMGET', metaKey, 'paused', 'concurrency') -- promote: isQueuePausedOrMaxed
+  if attributes[1] then marked = false elseif attributes[2] then marked = rcall('LLEN', activeKey) < tonumber(attributes[2]) end
+  if priority == 0 then
+    rcall('LPUSH', waitKey, id) -- promote: addJobInTargetList
+  else
+    local counter = rcall('INCR', pcKey) -- promote: getPriorityScore
+    rcall('ZADD', prioritizedKey, priority * 0x100000000 + counter % 0x100000000, id)
+  end
+  if marked then rcall('ZADD', markerKey, 0, '0') end -- promote: addBaseMarkerIfNeeded
+  rcall('XADD', eventsKey, '*', 'event', 'waiting', 'jobId', id, 'prev', 'delayed') -- promote
+  rcall('HSET', jobKey, 'delay', 0) -- promote
+end
+-- Releases the next callers' head jobs while BullMQ holds fewer than RELEASE_AHEAD waiting.
+local function fill()
+  local released, tries = 0, 0
+  while tries < 32 and rcall('LLEN', waitKey) + rcall('ZCARD', prioritizedKey) < ${RELEASE_AHEAD} do
+    local c = rcall('LPOP', ring)
+    if not c then break end
+    rcall('SREM', inRing, c)
+    tries = tries + 1
+    local head = rcall('ZPOPMIN', waitingOf(c))
+    local id = head[1]
+    if id then
+      rcall('ZREM', parked, id)
+      -- why: a parked job may have been removed (cancelled, expired) or promoted by hand meanwhile.
+      if rcall('ZREM', delayedKey, id) == 1 then
+        promote(id)
+        rcall('SADD', runningOf(c), id)
+        released = released + 1
+      end
+    end
+    offer(c)
+  end
+  return released
+end
+if op == 'park' then
+  local c = ARGV[4]
+  rcall('HSET', limits, c, ARGV[5])
+  local waiting = waitingOf(c)
+  for i = 6, #ARGV, 2 do
+    local id = ARGV[i]
+    -- why the check: a submission that joined an identical job planned an id no job has.
+    if rcall('ZSCORE', delayedKey, id) and rcall('SISMEMBER', runningOf(c), id) == 0 then
+      local n = rcall('INCR', seq)
+      if rcall('ZADD', waiting, 'NX', tonumber(ARGV[i + 1]) * 0x100000000 + n % 0x100000000, id) == 1 then rcall('ZADD', parked, n, id) end
+    end
+  end
+  offer(c)
+  return fill()
+elseif op == 'settle' then
+  local c = ARGV[4]
+  for i = 5, #ARGV do settle(c, ARGV[i]) end
+  offer(c)
+  return fill()
+elseif op == 'forget' then
+  local c = ARGV[4]
+  for i = 5, #ARGV do
+    rcall('ZREM', waitingOf(c), ARGV[i])
+    rcall('ZREM', parked, ARGV[i])
+    settle(c, ARGV[i])
+  end
+  offer(c)
+  return fill()
+elseif op == 'heal' then
+  local callers = rcall('HKEYS', limits)
+  for _, c in ipairs(callers) do
+    for _, id in ipairs(rcall('SMEMBERS', runningOf(c))) do settle(c, id) end
+    offer(c)
+  end
+  return {#callers, fill()}
+elseif op == 'fill' then
+  return fill()
+elseif op == 'counts' then
+  local out = {}
+  for _, c in ipairs(rcall('HKEYS', limits)) do
+    table.insert(out, c)
+    table.insert(out, rcall('ZCARD', waitingOf(c)))
+    table.insert(out, rcall('SCARD', runningOf(c)))
+    table.insert(out, rcall('HGET', limits, c))
+  end
+  return out
+end
+return redis.error_reply('fair-share: unknown operation ' .. tostring(op))`,
+  13,
+);
+
+/** The keys and leading arguments of every call of the script for `queue`. */
+function head(prefix: string, queue: string, op: string): string[] {
+  const fair = (part: string) => fairKey(prefix, queue, part);
+  const bull = (structure: string) => bullKey(prefix, queue, structure);
+  return [
+    fair('ring'),
+    fair('in-ring'),
+    fair('limits'),
+    fair('parked'),
+    fair('seq'),
+    ...['delayed', 'wait', 'meta', 'prioritized', 'active', 'pc', 'events', 'marker'].map(bull),
+    fair(''),
+    bull(''),
+    op,
+  ];
+}
+
+/** One parked job: its id and its BullMQ priority (0: none). */
+export interface ParkedJob {
+  id: string;
+  priority: number;
+}
+
+/**
+ * Parks `jobs` (just added to `queue` as delayed by PARK_DELAY_MS) as the caller's, with its
+ * concurrency limit (0: none), and releases what may run now. Ids of jobs not in `delayed` (a
+ * planned id that joined another job) are skipped. Send it on the add's connection, after the add.
+ */
+export function park(redis: RedisClient, prefix: string, queue: string, caller: string, limit: number, jobs: readonly ParkedJob[]): Promise<unknown> {
+  return FAIR_SHARE.run(redis, ...head(prefix, queue, 'park'), caller, String(limit), ...jobs.flatMap((job) => [job.id, String(job.priority)]));
+}
+
+/** Takes the caller's jobs of `ids` that BullMQ has finished (or no longer has) out of its running set, and releases what may run now. */
+export function settle(redis: RedisClient, prefix: string, queue: string, caller: string, ids: readonly string[]): Promise<unknown> {
+  return FAIR_SHARE.run(redis, ...head(prefix, queue, 'settle'), caller, ...ids);
+}
+
+/** Drops the caller's jobs of `ids`, removed from BullMQ while queued (cancelled, expired), from its sets. */
+export function forgetParked(redis: RedisClient, prefix: string, queue: string, caller: string, ids: readonly string[]): Promise<unknown> {
+  return FAIR_SHARE.run(redis, ...head(prefix, queue, 'forget'), caller, ...ids);
+}
+
+/** Releases what may run now, if anything is parked in `queue`; resolves with the number released. */
+export async function release(redis: RedisClient, prefix: string, queue: string): Promise<number> {
+  return (await FAIR_SHARE.run(redis, ...head(prefix, queue, 'fill'))) as number;
+}
+
+/**
+ * Settles every caller's running jobs that BullMQ has finished, puts back in the ring whoever may run
+ * again, and releases what may run now. Resolves with the number of callers known (0: fair share
+ * unused in `queue`) and the jobs released.
+ */
+export async function heal(redis: RedisClient, prefix: string, queue: string): Promise<{ callers: number; released: number }> {
+  const [callers, released] = (await FAIR_SHARE.run(redis, ...head(prefix, queue, 'heal'))) as [number, number];
+  return { callers, released };
+}
+
+/** One caller's share of a queue: jobs parked, jobs released and not finished, its concurrency limit (0: none). */
+export interface CallerShare {
+  caller: string;
+  waiting: number;
+  running: number;
+  concurrency: number;
+}
+
+/** Every caller known in `queue` (whoever submitted with fair share on), with its counts. */
+export async function callerShares(redis: RedisClient, prefix: string, queue: string): Promise<CallerShare[]> {
+  const flat = (await FAIR_SHARE.run(redis, ...head(prefix, queue, 'counts'))) as Array<string | number>;
+  const shares: CallerShare[] = [];
+  for (let i = 0; i < flat.length; i += 4) {
+    shares.push({ caller: String(flat[i]), waiting: Number(flat[i + 1]), running: Number(flat[i + 2]), concurrency: Number(flat[i + 3]) });
+  }
+  return shares;
+}
+
+/** The caller's jobs parked in `queue` (for CALLER_MAX_QUEUED). */
+export function parkedOf(redis: RedisClient, prefix: string, queue: string, caller: string): Promise<number> {
+  return redis.zcard(fairKey(prefix, queue, `waiting:${caller}`));
+}
