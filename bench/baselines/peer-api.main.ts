@@ -2,17 +2,21 @@ import 'reflect-metadata';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import { PeerApiModule } from './peer-api.module';
-import { peerEnv } from './peer.queue';
+import { PeerEnv, peerEnv } from './peer.queue';
+
+/** The bare peer, or with PEER_API_KEY the equal-guarantee peer (why imported only then: the bare peer loads none of its libraries). */
+const peerApiModule = async (env: PeerEnv) => (env.apiKey ? (await import('./guarded-peer.module')).GuardedPeerApiModule.forRoot(env) : PeerApiModule.forRoot(env));
 
 /**
  * The peer's API process: the conventional NestJS + @nestjs/bullmq producer (its worker is
- * peer-worker.main.ts, another process). Env: REDIS_URL, REDIS_PREFIX, PORT, HOST.
+ * peer-worker.main.ts, another process). Env: REDIS_URL, REDIS_PREFIX, PEER_API_KEY (the
+ * equal-guarantee peer: guarded-peer.module.ts), PORT, HOST.
  * why Fastify: the boilerplates mostly keep Nest's default Express, but the template runs on Fastify;
  * the same adapter on both sides keeps the comparison about the job path, not the HTTP framework
  * (the `adapters` scenario measures that difference on its own).
  */
 async function main(): Promise<void> {
-  const app = await NestFactory.create<NestFastifyApplication>(PeerApiModule.forRoot(peerEnv()), new FastifyAdapter(), { logger: ['error', 'warn'] });
+  const app = await NestFactory.create<NestFastifyApplication>(await peerApiModule(peerEnv()), new FastifyAdapter(), { logger: ['error', 'warn'] });
   // why not enableShutdownHooks: Nest re-raises the signal after closing, and a process killed by a
   // signal writes no --cpu-prof profile; exiting normally after app.close() (hooks included) does.
   for (const signal of ['SIGTERM', 'SIGINT']) process.once(signal, () => void app.close().finally(() => process.exit(0)));

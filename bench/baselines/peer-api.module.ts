@@ -1,12 +1,13 @@
-import { Controller, DynamicModule, Get, Module, OnApplicationShutdown } from '@nestjs/common';
+import { Controller, DynamicModule, Get, Module, OnApplicationShutdown, Provider } from '@nestjs/common';
 import { BullModule, InjectQueue } from '@nestjs/bullmq';
 import { Queue, QueueEvents } from 'bullmq';
 import { MetricsModule } from '../../libs/metrics/src';
 import { PeerJobsController } from './peer-jobs.controller';
 import { PEER_QUEUE, PeerEnv } from './peer.queue';
 
+/** The peers' API health routes (what a Kubernetes probe would call). */
 @Controller('health')
-class PeerApiHealthController {
+export class PeerApiHealthController {
   constructor(
     @InjectQueue(PEER_QUEUE) private readonly queue: Queue,
     private readonly events: QueueEvents,
@@ -25,12 +26,20 @@ class PeerApiHealthController {
   }
 }
 
-class QueueEventsCloser implements OnApplicationShutdown {
+export class QueueEventsCloser implements OnApplicationShutdown {
   constructor(private readonly events: QueueEvents) {}
 
   async onApplicationShutdown(): Promise<void> {
     await this.events.close();
   }
+}
+
+/** A QueueEvents to wait on, closed on shutdown. */
+export function queueEventsProviders({ connection, prefix }: Pick<PeerEnv, 'connection' | 'prefix'>): Provider[] {
+  return [
+    { provide: QueueEvents, useFactory: () => new QueueEvents(PEER_QUEUE, { connection, prefix }) },
+    { provide: QueueEventsCloser, useFactory: (events: QueueEvents) => new QueueEventsCloser(events), inject: [QueueEvents] },
+  ];
 }
 
 /**
@@ -45,10 +54,7 @@ export class PeerApiModule {
       module: PeerApiModule,
       imports: [MetricsModule, BullModule.forRoot({ connection, prefix }), BullModule.registerQueue({ name: PEER_QUEUE })],
       controllers: [PeerJobsController, PeerApiHealthController],
-      providers: [
-        { provide: QueueEvents, useFactory: () => new QueueEvents(PEER_QUEUE, { connection, prefix }) },
-        { provide: QueueEventsCloser, useFactory: (events: QueueEvents) => new QueueEventsCloser(events), inject: [QueueEvents] },
-      ],
+      providers: queueEventsProviders({ connection, prefix }),
     };
   }
 }

@@ -19,12 +19,18 @@ class PeerWorkerHealthController {
 
 @Module({})
 class PeerWorkerModule {
-  static forRoot({ connection, prefix }: PeerEnv): DynamicModule {
+  static async forRoot(env: PeerEnv): Promise<DynamicModule> {
+    const { connection, prefix, apiKey } = env;
+    const bull = [BullModule.forRoot({ connection, prefix }), BullModule.registerQueue({ name: PEER_QUEUE })];
+    if (!apiKey) return { module: PeerWorkerModule, imports: bull, controllers: [PeerWorkerHealthController], providers: [PeerProcessor] };
+    // The equal-guarantee peer's worker (PEER_API_KEY set) also fills the result cache; why imported
+    // only then: the bare peer loads none of its libraries.
+    const [{ GuardedPeerProcessor }, { resultCacheModule }] = await Promise.all([import('./guarded-peer.processor'), import('./peer-result-cache')]);
     return {
       module: PeerWorkerModule,
-      imports: [BullModule.forRoot({ connection, prefix }), BullModule.registerQueue({ name: PEER_QUEUE })],
+      imports: [...bull, resultCacheModule(env)],
       controllers: [PeerWorkerHealthController],
-      providers: [PeerProcessor],
+      providers: [{ provide: PeerProcessor, useClass: GuardedPeerProcessor }],
     };
   }
 }
@@ -32,10 +38,10 @@ class PeerWorkerModule {
 /**
  * The peer's worker process: a Nest app whose @nestjs/bullmq processor runs the jobs, with a tiny
  * HTTP server for /health/{live,ready} only (what a Kubernetes probe would call).
- * Env: REDIS_URL, REDIS_PREFIX, CONCURRENCY, PORT, HOST.
+ * Env: REDIS_URL, REDIS_PREFIX, CONCURRENCY, PEER_API_KEY (the equal-guarantee peer), PORT, HOST.
  */
 async function main(): Promise<void> {
-  const app = await NestFactory.create<NestFastifyApplication>(PeerWorkerModule.forRoot(peerEnv()), new FastifyAdapter(), { logger: ['error', 'warn'] });
+  const app = await NestFactory.create<NestFastifyApplication>(await PeerWorkerModule.forRoot(peerEnv()), new FastifyAdapter(), { logger: ['error', 'warn'] });
   // why not enableShutdownHooks: Nest re-raises the signal after closing, and a process killed by a
   // signal writes no --cpu-prof profile; exiting normally after app.close() (hooks included) does.
   for (const signal of ['SIGTERM', 'SIGINT']) process.once(signal, () => void app.close().finally(() => process.exit(0)));

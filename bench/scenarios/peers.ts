@@ -1,25 +1,30 @@
 import { join } from 'node:path';
 import type { AppProcess } from '../../test/support/apps';
+import { BENCH_API_KEY, sendKeyTo } from '../load/api-key';
 import { blast, BlastResult } from '../load/blast';
 import { closedLoop, HttpClient } from '../load/http-client';
 import { Saturator } from '../load/saturator';
-import { ms, num, perS, ratio, spreadOf } from '../report/format';
+import { ms, num } from '../report/format';
 import type { ScenarioReport } from '../report/report.types';
-import { cpuMs, readMetric, startNode } from '../support/stack';
+import { park, readMetric, redisCommandCount, redisServerPid, resume, startNode, startTemplateApp } from '../support/stack';
 import { Rounds, summarize } from '../support/stats';
+import { childrenOf, hostCpu, HostCpu, hostCpuShares } from '../support/host-cpu';
+import { SchedCounters, schedCounters } from '../tuning/sched-counters';
 import { BenchContext, fresh, nextTrivial, rotate, Scenario, sleep } from './context';
+import { peersReport } from './peers.report';
 
-type SideKey = 'template' | 'inline' | 'peer';
+export type SideKey = 'template' | 'inline' | 'peer' | 'guarded';
 
 interface Side {
   key: SideKey;
   label: string;
-  /** The trivial job's type: `bench-sum`, or on the `inline` side (the template's apps again, trivial legs only) its inline twin. */
+  /** The trivial job's type: `bench-sum`, or on the `inline` side (the template's apps again) its inline twin. */
   trivial: string;
-  api: AppProcess;
+  /** API replicas; the first serves the one-replica legs, the others are parked (SIGSTOP) outside the legs that use them. */
+  apis: AppProcess[];
   worker: AppProcess;
-  /** Keep-alive clients by socket count, opened once so every leg runs on warm connections. */
-  clients: Map<number, HttpClient>;
+  /** Keep-alive clients by replica and socket count, opened once so every leg runs on warm connections. */
+  clients: Map<string, HttpClient>;
   /** The finished job whose GET is the isolation leg's I/O endpoint. */
   jobId?: string;
 }
@@ -29,129 +34,279 @@ interface Reply {
   status: string;
 }
 
-// why: the template's name, which the peer's API exports too (the same prom-client collector).
+// why: the template's name, which the peers' APIs export too (the same prom-client collector).
 const LOOP_P99 = 'nest_offload_nodejs_eventloop_lag_p99_seconds';
-const SCENARIO = '8. Peer';
+/** Processes started at once (each Nest start-up takes a core for a while). */
+const START_GROUP = 4;
 
 /**
- * 8. The peer users would pick instead: the conventional NestJS + @nestjs/bullmq setup of the
- * boilerplates, an API that adds the job and waits for it over HTTP and a separate Nest worker
- * process running the same job `run` on its event loop (baselines/peer-*.ts). Same HTTP client,
- * same jobs, alternating rounds: trivial jobs/s at 32 callers, one caller's p50/p99, ~25 ms CPU
- * jobs/s, and each API's isolation (GET of a finished job, CPU idle vs fed with CPU jobs).
+ * 8. The peers users would build instead, on the conventional NestJS + @nestjs/bullmq setup of the
+ * boilerplates: an API that adds the job and waits for it over HTTP and a separate Nest worker
+ * process running the same job `run` on its event loop (baselines/peer-*.ts). The bare peer has
+ * nothing else; the equal-guarantee peer (PEER_API_KEY, baselines/guarded-*.ts) adds what the
+ * template guarantees, each from its usual library: an API-key guard with a failed-key throttle
+ * per address on Redis, a result cache looked up before the add, single flight by BullMQ's
+ * deduplication. Same HTTP client, same jobs, alternating rounds: trivial jobs/s at 32 callers and
+ * one caller's p50/p99 (the template and the equal-guarantee peer at 1 and at N API replicas), CPU
+ * per job of each process and Redis commands per job, ~25 ms CPU jobs/s, cache hits, and each
+ * API's isolation (GET of a finished job, CPU idle vs fed with CPU jobs).
  */
 export class PeersScenario implements Scenario<ScenarioReport> {
   readonly name = 'peers';
   private readonly rounds = new Rounds();
   private sides?: Side[];
+  private extras: AppProcess[] = [];
+  /** Extra replicas running now (resumed); the rest are parked. */
+  private readonly live = new Set<AppProcess>();
   private iterations = 0;
+  private redisPid?: number;
 
   constructor(private readonly ctx: BenchContext) {}
+
+  private get replicaCounts(): number[] {
+    return this.ctx.opts.peers.replicas;
+  }
 
   async beginPass(): Promise<void> {
     const { opts, progress } = this.ctx;
     this.iterations = this.ctx.iterationsFor(opts.cpuJobMs);
-    if (!this.sides) {
-      const peer = await this.startPeer();
-      progress.log(`${this.name}: peer API pid ${peer.api.pid}, peer worker pid ${peer.worker.pid}; template API pid ${this.ctx.servers.api.pid}, worker pid ${this.ctx.servers.worker.pid}`);
-      const { api, worker } = this.ctx.servers;
-      this.sides = [
-        { key: 'template', label: 'template', trivial: 'bench-sum', api, worker, clients: new Map() },
-        { key: 'inline', label: 'template, inline type', trivial: 'bench-sum-inline', api, worker, clients: new Map() },
-        { key: 'peer', label: 'peer (@nestjs/bullmq API + worker)', trivial: 'bench-sum', ...peer, clients: new Map() },
-      ];
-    }
-    progress.log(`${this.name}: warming up every side`);
-    for (const side of this.sides) {
+    if (!this.sides) await this.start();
+    progress.log(`${this.name}: warming up every side and replica`);
+    const sides = this.sides!;
+    const extra = new Set(this.extras);
+    resume(this.extras);
+    for (const side of sides) {
       if (side.key !== 'inline') side.jobId ??= (await this.submit(side, 1, 'fibonacci', { n: 20 })).id;
-      await closedLoop({ concurrency: 1, total: 20, task: () => this.submit(side, 1, side.trivial, nextTrivial()) });
-      if (side.key !== 'inline') await closedLoop({ concurrency: 2, total: 4, task: () => this.submit(side, 2, 'bench-pbkdf2', this.cpuInput()) });
+      for (const [replica, api] of side.apis.entries()) {
+        await closedLoop({ concurrency: 1, total: 20, task: () => this.submitTo(side, replica, 1, side.trivial, nextTrivial()) });
+        if (extra.has(api)) continue;
+        if (side.key !== 'inline') await closedLoop({ concurrency: 2, total: 4, task: () => this.submit(side, 2, 'bench-pbkdf2', this.cpuInput()) });
+      }
     }
+    park(this.extras);
+    this.live.clear();
   }
 
-  /** The peer's two processes, on their own key prefix, with the template's node flags (for profiles). */
-  private async startPeer(): Promise<{ api: AppProcess; worker: AppProcess }> {
-    const { opts, redis, prefix } = this.ctx;
-    const env = { REDIS_URL: redis.url, REDIS_PREFIX: `${prefix}-peer`, NODE_ENV: 'production', CONCURRENCY: String(opts.threads) };
+  /** The bare peer, the equal-guarantee peer's replicas and worker, and the template's extra API replicas (started in groups, parked). */
+  private async start(): Promise<void> {
+    const { opts, redis, prefix, progress, servers, templateEnv } = this.ctx;
+    const max = Math.max(...this.replicaCounts);
+    const peerEnv = { REDIS_URL: redis.url, NODE_ENV: 'production', CONCURRENCY: String(opts.threads) };
+    const guardedEnv = { ...peerEnv, REDIS_PREFIX: `${prefix}-guarded`, PEER_API_KEY: BENCH_API_KEY };
     const script = (name: string) => join(__dirname, '..', 'baselines', name);
-    const started = await Promise.allSettled([
-      startNode(script('peer-api.main.js'), env, { cwd: opts.root, nodeArgs: opts.nodeArgs }),
-      startNode(script('peer-worker.main.js'), env, { cwd: opts.root, kind: 'worker', nodeArgs: opts.nodeArgs }),
-    ]);
-    const [api, worker] = started.map((s) => (s.status === 'fulfilled' ? s.value : undefined));
-    const failed = started.find((s): s is PromiseRejectedResult => s.status === 'rejected');
-    if (failed || !api || !worker) {
-      await Promise.all([api?.stop(), worker?.stop()]);
-      throw failed?.reason;
+    const peer = (name: string, env: Record<string, string>, kind: 'api' | 'worker') => () =>
+      startNode(script(name), env, { cwd: opts.root, kind, nodeArgs: opts.nodeArgs });
+    const starts: Array<[string, () => Promise<AppProcess>]> = [
+      ['peer API', peer('peer-api.main.js', { ...peerEnv, REDIS_PREFIX: `${prefix}-peer` }, 'api')],
+      ['peer worker', peer('peer-worker.main.js', { ...peerEnv, REDIS_PREFIX: `${prefix}-peer` }, 'worker')],
+      ['guarded worker', peer('peer-worker.main.js', guardedEnv, 'worker')],
+      ...Array.from({ length: max }, (): [string, () => Promise<AppProcess>] => ['guarded API', peer('peer-api.main.js', guardedEnv, 'api')]),
+      ...Array.from({ length: max - 1 }, (): [string, () => Promise<AppProcess>] => [
+        'template API',
+        () => startTemplateApp(opts.dist, 'api', templateEnv, { cwd: opts.root, nodeArgs: opts.nodeArgs }),
+      ]),
+    ];
+    const started: Array<[string, AppProcess]> = [];
+    for (let i = 0; i < starts.length; i += START_GROUP) {
+      const group = starts.slice(i, i + START_GROUP);
+      const settled = await Promise.allSettled(group.map(([, start]) => start()));
+      settled.forEach((s, j) => s.status === 'fulfilled' && started.push([group[j][0], s.value]));
+      const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+      if (failed) {
+        await Promise.all(started.map(([, p]) => p.stop()));
+        throw failed.reason;
+      }
     }
-    return { api, worker };
+    const all = (name: string) => started.filter(([n]) => n === name).map(([, p]) => p);
+    const guardedApis = all('guarded API');
+    for (const api of guardedApis) sendKeyTo(api.url);
+    const templateApis = [servers.api, ...all('template API')];
+    this.extras = [...templateApis.slice(1), ...guardedApis.slice(1)];
+    this.sides = [
+      { key: 'template', label: 'template', trivial: 'bench-sum', apis: templateApis, worker: servers.worker, clients: new Map() },
+      { key: 'inline', label: 'template, inline type', trivial: 'bench-sum-inline', apis: templateApis, worker: servers.worker, clients: new Map() },
+      { key: 'peer', label: 'bare peer (@nestjs/bullmq API + worker)', trivial: 'bench-sum', apis: all('peer API'), worker: all('peer worker')[0], clients: new Map() },
+      { key: 'guarded', label: 'equal-guarantee peer', trivial: 'bench-sum', apis: guardedApis, worker: all('guarded worker')[0], clients: new Map() },
+    ];
+    this.redisPid = await redisServerPid(this.ctx.redis, this.ctx.redisClient);
+    // why: with BENCH_NODE_ARGS=--cpu-prof, profiles are named by pid.
+    for (const side of this.sides.filter((s) => s.key !== 'inline')) {
+      progress.log(`${this.name}: ${side.label}: API pids ${side.apis.map((p) => p.pid).join(', ')} (the first serves alone); worker pid ${side.worker.pid}`);
+    }
+    if (this.redisPid) progress.log(`${this.name}: Redis pid ${this.redisPid}`);
   }
 
   async round(round: number, rounds: number): Promise<void> {
     const { opts, progress } = this.ctx;
     const o = opts.peers;
     const step = (text: string) => progress.step(this.name, round + 1, rounds, text);
-    const sides = rotate(this.sides!, round);
-    // The inline side is the template's apps again: the legs that do not use the trivial type run on two sides.
-    const twoSides = sides.filter((side) => side.key !== 'inline');
+    const all = this.sides!;
+    const side = (key: SideKey) => all.find((s) => s.key === key)!;
 
-    for (const side of sides) {
-      step(`${side.label}: ${o.callers} callers, trivial ${side.trivial} jobs for ${o.durationS} s`);
-      const pids = [side.api.pid, side.worker.pid];
-      const cpuBefore = pids.map(cpuMs);
-      const run = await closedLoop({ concurrency: o.callers, durationMs: o.durationS * 1000, task: () => this.submit(side, o.callers, side.trivial, nextTrivial()) });
-      if (run.errors.length > 0) throw new Error(`${side.label}: ${run.errors[0]}`);
-      this.rounds.add(`${side.key}.jobsPerS`, run.results.length / (run.elapsedMs / 1000));
-      this.rounds.add(`${side.key}.cpuPerJob.api`, (cpuMs(pids[0]) - cpuBefore[0]) / run.results.length);
-      this.rounds.add(`${side.key}.cpuPerJob.worker`, (cpuMs(pids[1]) - cpuBefore[1]) / run.results.length);
+    for (const n of this.replicaCounts) {
+      await this.useReplicas(n);
+      // The bare peer runs with one API only: it is the cost of the guarantees, not a fleet.
+      const sides = rotate(all.filter((s) => n === 1 || s.key !== 'peer'), round);
+      const at = `${n} API${n > 1 ? 's' : ''}`;
+      for (const s of sides) {
+        step(`${s.label}, ${at}: ${o.callers} callers, trivial ${s.trivial} jobs for ${o.durationS} s`);
+        await this.trivial(s, n);
+      }
+      for (const s of sides) {
+        step(`${s.label}, ${at}: ${o.sequential} trivial jobs, one caller`);
+        const run = await closedLoop({ concurrency: 1, total: o.sequential, task: (i) => this.submitTo(s, i % n, 1, s.trivial, nextTrivial()) });
+        if (run.errors.length > 0) throw new Error(`${s.label}: ${run.errors[0]}`);
+        const latency = summarize(run.latencies);
+        this.rounds.add(`${s.key}.${n}.p50`, latency.p50);
+        this.rounds.add(`${s.key}.${n}.p99`, latency.p99);
+      }
     }
-    for (const side of sides) {
-      step(`${side.label}: ${o.sequential} trivial jobs, one caller`);
-      const run = await closedLoop({ concurrency: 1, total: o.sequential, task: () => this.submit(side, 1, side.trivial, nextTrivial()) });
-      if (run.errors.length > 0) throw new Error(`${side.label}: ${run.errors[0]}`);
-      const latency = summarize(run.latencies);
-      this.rounds.add(`${side.key}.p50`, latency.p50);
-      this.rounds.add(`${side.key}.p99`, latency.p99);
+    await this.useReplicas(1);
+    const threeSides = rotate(all.filter((s) => s.key !== 'inline'), round);
+    for (const s of threeSides) {
+      step(`${s.label}: ${o.cpuJobs} pbkdf2 jobs (${this.iterations} iterations), ${o.cpuCallers} callers`);
+      const run = await closedLoop({ concurrency: o.cpuCallers, total: o.cpuJobs, task: () => this.submit(s, o.cpuCallers, 'bench-pbkdf2', this.cpuInput()) });
+      if (run.errors.length > 0) throw new Error(`${s.label}: ${run.errors[0]}`);
+      this.rounds.add(`${s.key}.cpuJobsPerS`, o.cpuJobs / (run.elapsedMs / 1000));
     }
-    for (const side of twoSides) {
-      step(`${side.label}: ${o.cpuJobs} pbkdf2 jobs (${this.iterations} iterations), ${o.cpuCallers} callers`);
-      const run = await closedLoop({ concurrency: o.cpuCallers, total: o.cpuJobs, task: () => this.submit(side, o.cpuCallers, 'bench-pbkdf2', this.cpuInput()) });
-      if (run.errors.length > 0) throw new Error(`${side.label}: ${run.errors[0]}`);
-      this.rounds.add(`${side.key}.cpuJobsPerS`, o.cpuJobs / (run.elapsedMs / 1000));
+    for (const s of rotate([side('template'), side('guarded')], round)) {
+      step(`${s.label}: cache hits, ${o.hitCallers} callers for ${o.durationS} s`);
+      await this.hits(s);
     }
-    for (const side of twoSides) await this.isolation(side, step);
+    for (const s of rotate([side('template'), side('peer')], round)) await this.isolation(s, step);
 
+    this.ratios();
     const last = (name: string) => this.rounds.get(name).values.at(-1)!;
-    this.rounds.add('throughputRatio', last('template.jobsPerS') / last('peer.jobsPerS'));
-    this.rounds.add('p50Ratio', last('template.p50') / last('peer.p50'));
-    this.rounds.add('p50Diff', last('template.p50') - last('peer.p50'));
-    this.rounds.add('p99Ratio', last('template.p99') / last('peer.p99'));
-    this.rounds.add('cpuRatio', last('template.cpuJobsPerS') / last('peer.cpuJobsPerS'));
-    this.rounds.add('inline.throughputRatio', last('inline.jobsPerS') / last('peer.jobsPerS'));
-    this.rounds.add('inline.p50Diff', last('inline.p50') - last('peer.p50'));
-    this.rounds.add('inline.byThread', last('inline.jobsPerS') / last('template.jobsPerS'));
-    progress.log(`  template, inline type: ${num(last('inline.jobsPerS'))} trivial jobs/s; alone p50 ${ms(last('inline.p50'))}, p99 ${ms(last('inline.p99'))}`);
-    for (const side of twoSides) {
-      const k = side.key;
+    for (const n of this.replicaCounts) {
+      for (const s of all.filter((x) => n === 1 || x.key !== 'peer')) {
+        const k = `${s.key}.${n}`;
+        progress.log(
+          `  ${s.label}, ${n} API(s): ${num(last(`${k}.jobsPerS`))} trivial jobs/s, CPU ms/job APIs ${num(last(`${k}.cpu.apis`))} worker ${num(last(`${k}.cpu.worker`))} ` +
+            `fleet ${num(last(`${k}.cpu.fleet`))}${this.redisPid ? `, Redis commands/job ${num(last(`${k}.commands`))}` : ''}; alone p50 ${ms(last(`${k}.p50`))}, p99 ${ms(last(`${k}.p99`))}`,
+        );
+      }
+    }
+    for (const s of threeSides) progress.log(`  ${s.label}: ${num(last(`${s.key}.cpuJobsPerS`))} CPU jobs/s`);
+    for (const s of [side('template'), side('peer')]) {
       progress.log(
-        `  ${side.label}: ${num(last(`${k}.jobsPerS`))} trivial jobs/s; alone p50 ${ms(last(`${k}.p50`))}, p99 ${ms(last(`${k}.p99`))}; ` +
-          `${num(last(`${k}.cpuJobsPerS`))} CPU jobs/s; GET ${num(last(`${k}.idle.rps`))} → ${num(last(`${k}.busy.rps`))} req/s, ` +
-          `loop p99 ${ms(last(`${k}.idle.loopP99`))} → ${ms(last(`${k}.busy.loopP99`))}`,
+        `  ${s.label}: GET ${num(last(`${s.key}.idle.rps`))} → ${num(last(`${s.key}.busy.rps`))} req/s (isolation ${num(last(`${s.key}.isolation`))}), ` +
+          `loop p99 ${ms(last(`${s.key}.idle.loopP99`))} → ${ms(last(`${s.key}.busy.loopP99`))}`,
       );
     }
+  }
+
+  /** The round's ratios: the template against the bare peer (one API) and against the equal-guarantee peer (each replica count). */
+  private ratios(): void {
+    const last = (name: string) => this.rounds.get(name).values.at(-1)!;
+    const add = (name: string, value: number) => Number.isFinite(value) && this.rounds.add(name, value);
+    add('throughputRatio', last('template.1.jobsPerS') / last('peer.1.jobsPerS'));
+    add('p50Ratio', last('template.1.p50') / last('peer.1.p50'));
+    add('p50Diff', last('template.1.p50') - last('peer.1.p50'));
+    add('p99Ratio', last('template.1.p99') / last('peer.1.p99'));
+    add('cpuRatio', last('template.cpuJobsPerS') / last('peer.cpuJobsPerS'));
+    add('inline.throughputRatio', last('inline.1.jobsPerS') / last('peer.1.jobsPerS'));
+    add('inline.p50Diff', last('inline.1.p50') - last('peer.1.p50'));
+    add('inline.byThread', last('inline.1.jobsPerS') / last('template.1.jobsPerS'));
+    add('guarded.cpuRatio', last('template.cpuJobsPerS') / last('guarded.cpuJobsPerS'));
+    add('guarded.hitsRatio', last('template.hitsPerS') / last('guarded.hitsPerS'));
+    for (const n of this.replicaCounts) {
+      for (const k of ['template', 'inline'] as const) {
+        const [t, g] = [`${k}.${n}`, `guarded.${n}`];
+        add(`vsGuarded.${t}.jobsPerS`, last(`${t}.jobsPerS`) / last(`${g}.jobsPerS`));
+        add(`vsGuarded.${t}.p50Ratio`, last(`${t}.p50`) / last(`${g}.p50`));
+        add(`vsGuarded.${t}.p50Diff`, last(`${t}.p50`) - last(`${g}.p50`));
+        add(`vsGuarded.${t}.fleetCpu`, last(`${t}.cpu.fleet`) / last(`${g}.cpu.fleet`));
+      }
+    }
+  }
+
+  /**
+   * Runs the first `n` API replicas of the template and the equal-guarantee peer, parks the rest,
+   * and waits until what was resumed is quiet (a peer replica's QueueEvents first reads every job
+   * event it missed while parked).
+   */
+  private async useReplicas(n: number): Promise<void> {
+    const wanted = this.sides!.flatMap((s) => (s.key === 'template' || s.key === 'guarded' ? s.apis.slice(1, n) : []));
+    const toPark = [...this.live].filter((p) => !wanted.includes(p));
+    const toResume = wanted.filter((p) => !this.live.has(p));
+    park(toPark);
+    toPark.forEach((p) => this.live.delete(p));
+    resume(toResume);
+    toResume.forEach((p) => this.live.add(p));
+    if (toResume.length === 0) return;
+    const pids = this.sides!.flatMap((s) => [...s.apis, s.worker]).filter((p) => !this.extras.includes(p) || this.live.has(p)).map((p) => p.pid);
+    const total = () => pids.reduce((sum, pid) => sum + schedCounters(pid).cpuMs, 0);
+    const deadline = Date.now() + 10_000;
+    for (let last = total(); Date.now() < deadline; ) {
+      await sleep(200);
+      const now = total();
+      if (now - last < 10) return;
+      last = now;
+    }
+    this.ctx.progress.log('  (the resumed replicas were still busy after 10 s of waiting; measuring anyway)');
+  }
+
+  /** CPU ms of the side's first `n` APIs, its worker and Redis (own server only), and Redis's command count (idem). */
+  private async counters(side: Side, n: number): Promise<{ apis: number; worker: number; redis: number; commands: number }> {
+    const cpu = (pid: number) => schedCounters(pid).cpuMs;
+    return {
+      apis: side.apis.slice(0, n).reduce((sum, p) => sum + cpu(p.pid), 0),
+      worker: cpu(side.worker.pid),
+      redis: this.redisPid ? cpu(this.redisPid) : NaN,
+      commands: this.redisPid ? await redisCommandCount(this.ctx.redisClient) : NaN,
+    };
+  }
+
+  /** Trivial jobs from `callers` callers spread over `n` replicas: jobs/s, CPU per job of each process, Redis commands per job. */
+  private async trivial(side: Side, n: number): Promise<void> {
+    const o = this.ctx.opts.peers;
+    const before = await this.counters(side, n);
+    const run = await closedLoop({ concurrency: o.callers, durationMs: o.durationS * 1000, task: (i) => this.submitTo(side, i % n, Math.ceil(o.callers / n), side.trivial, nextTrivial()) });
+    const after = await this.counters(side, n);
+    if (run.errors.length > 0) throw new Error(`${side.label}: ${run.errors[0]}`);
+    const jobs = run.results.length;
+    const k = `${side.key}.${n}`;
+    const per = (figure: 'apis' | 'worker' | 'redis' | 'commands') => (after[figure] - before[figure]) / jobs;
+    this.rounds.add(`${k}.jobsPerS`, jobs / (run.elapsedMs / 1000));
+    this.rounds.add(`${k}.cpu.apis`, per('apis'));
+    this.rounds.add(`${k}.cpu.worker`, per('worker'));
+    this.rounds.add(`${k}.cpu.fleet`, per('apis') + per('worker') + (this.redisPid ? per('redis') : 0));
+    if (this.redisPid) {
+      this.rounds.add(`${k}.cpu.redis`, per('redis'));
+      // why minus 1: the INFO that read the count after the leg is one of the commands counted.
+      this.rounds.add(`${k}.commands`, (after.commands - before.commands - 1) / jobs);
+    }
+  }
+
+  /** Repeated submissions of one finished input from `hitCallers` callers (one API): hits/s, API CPU and Redis commands per hit. */
+  private async hits(side: Side): Promise<void> {
+    const o = this.ctx.opts.peers;
+    const input = nextTrivial();
+    for (let i = 0; i < 2; i++) await this.submit(side, 1, 'bench-sum', input);
+    const before = await this.counters(side, 1);
+    const run = await closedLoop({ concurrency: o.hitCallers, durationMs: o.durationS * 1000, task: () => this.submit(side, o.hitCallers, 'bench-sum', input) });
+    const after = await this.counters(side, 1);
+    if (run.errors.length > 0) throw new Error(`${side.label} cache hits: ${run.errors[0]}`);
+    const hits = run.results.length;
+    if (run.results.some((r) => r.id !== run.results[0].id)) throw new Error(`${side.label}: a repeated submission ran again instead of hitting the cache`);
+    this.rounds.add(`${side.key}.hitsPerS`, hits / (run.elapsedMs / 1000));
+    this.rounds.add(`${side.key}.hit.cpu.api`, (after.apis - before.apis) / hits);
+    if (this.redisPid) this.rounds.add(`${side.key}.hit.commands`, (after.commands - before.commands - 1) / hits);
   }
 
   /** GET of a finished job at full load, CPU idle and then with `feeders` callers keeping CPU jobs in flight. */
   private async isolation(side: Side, step: (text: string) => void): Promise<void> {
     const o = this.ctx.opts.peers;
-    const url = side.api.url;
+    const url = side.apis[0].url;
     const get = { url: `${url}/v1/jobs/${side.jobId}`, connections: o.connections };
     // why: reading resets prom-client's loop-delay histogram, so each read after a leg covers that leg only.
     const loopP99 = async () => (await readMetric(url, LOOP_P99)) * 1000;
 
     step(`${side.label}: GET, ${o.connections} connections, CPU idle`);
     await loopP99();
+    let watch = this.watch(side);
     const idle = await blast({ ...get, durationS: o.idleS });
+    this.watched(side, 'idle', watch, idle.ok);
     const idleLoop = await loopP99();
 
     step(`${side.label}: GET with ${o.feeders} callers feeding ~${this.ctx.opts.cpuJobMs} ms jobs`);
@@ -160,7 +315,9 @@ export class PeersScenario implements Scenario<ScenarioReport> {
     await sleep(500);
     await loopP99();
     const doneBefore = saturator.completed;
+    watch = this.watch(side);
     const busy = await blast({ ...get, durationS: o.busyS });
+    this.watched(side, 'busy', watch, busy.ok);
     const busyLoop = await loopP99();
     const cpuJobs = saturator.completed - doneBefore;
     await saturator.stop();
@@ -180,144 +337,75 @@ export class PeersScenario implements Scenario<ScenarioReport> {
     await sleep(200);
   }
 
+  /** What the host's CPU and the side's API do during a GET leg (see `watched`). */
+  private watch(side: Side): { at: number; host: HostCpu; api: SchedCounters } {
+    return { at: performance.now(), host: hostCpu(), api: schedCounters(side.apis[0].pid) };
+  }
+
+  /**
+   * The GET leg's figures beside its req/s, to find what takes a round down: the API's CPU and
+   * run-queue wait per GET (schedstat), and the cores each process used meanwhile, those of this run
+   * by role and every other process on the host (other work on a shared machine) together.
+   */
+  private watched(side: Side, leg: 'idle' | 'busy', from: { at: number; host: HostCpu; api: SchedCounters }, gets: number): void {
+    const api = schedCounters(side.apis[0].pid);
+    const wallMs = performance.now() - from.at;
+    const host = hostCpu();
+    const named = [side.apis[0].pid, side.worker.pid, this.redisPid];
+    const run = childrenOf(host, process.pid).filter((pid) => !named.includes(pid));
+    const { byLabel, others, topOthers } = hostCpuShares(from.host, host, wallMs, {
+      api: [side.apis[0].pid],
+      worker: [side.worker.pid],
+      redis: this.redisPid ? [this.redisPid] : [],
+      bench: [process.pid],
+      run,
+    });
+    const k = `${side.key}.${leg}`;
+    this.rounds.add(`${k}.apiCpuPerGet`, ((api.cpuMs - from.api.cpuMs) / gets) * 1000);
+    this.rounds.add(`${k}.apiWaitPerGet`, ((api.waitMs - from.api.waitMs) / gets) * 1000);
+    this.rounds.add(`${k}.apiPreemptedPerK`, ((api.involuntary - from.api.involuntary) / gets) * 1000);
+    for (const [label, cores] of Object.entries(byLabel)) this.rounds.add(`${k}.cores.${label}`, cores);
+    this.rounds.add(`${k}.cores.others`, others);
+    const c = (n: number) => n.toFixed(2);
+    this.ctx.progress.log(
+      `  ${side.label}, GET ${leg}: API ${num(((api.cpuMs - from.api.cpuMs) / gets) * 1000)} µs CPU and ${num(((api.waitMs - from.api.waitMs) / gets) * 1000)} µs run-queue wait per GET; ` +
+        `cores used: API ${c(byLabel.api)}, worker ${c(byLabel.worker)}, Redis ${c(byLabel.redis)}, bench ${c(byLabel.bench)}, the run's other processes ${c(byLabel.run)}, ` +
+        `other processes on the host ${c(others)} (${topOthers.join(', ') || 'none'})`,
+    );
+  }
+
   private cpuInput() {
     return { salt: fresh(), iterations: this.iterations };
   }
 
-  /** Submits a job and waits for it (`Prefer: wait`); resolves with the finished view. */
-  private async submit(side: Side, sockets: number, type: string, input: unknown): Promise<Reply> {
-    let client = side.clients.get(sockets);
-    if (!client) side.clients.set(sockets, (client = new HttpClient(side.api.url, sockets)));
+  /** Submits a job to the side's first API and waits for it (`Prefer: wait`). */
+  private submit(side: Side, sockets: number, type: string, input: unknown): Promise<Reply> {
+    return this.submitTo(side, 0, sockets, type, input);
+  }
+
+  /** Submits a job to the side's API `replica` and waits for it (`Prefer: wait`); resolves with the finished view. */
+  private async submitTo(side: Side, replica: number, sockets: number, type: string, input: unknown): Promise<Reply> {
+    const id = `${replica}:${sockets}`;
+    let client = side.clients.get(id);
+    if (!client) side.clients.set(id, (client = new HttpClient(side.apis[replica].url, sockets)));
     const reply = await client.json<Reply>('POST', `/v1/jobs/${type}`, { json: input, headers: { prefer: 'wait=60' } });
     if (reply.status !== 200 || reply.body?.status !== 'completed') throw new Error(`${side.label} ${type} job: HTTP ${reply.status}, status ${reply.body?.status}`);
     return reply.body;
   }
 
   result(): ScenarioReport {
-    const r = (name: string) => this.rounds.get(name);
-    const o = this.ctx.opts.peers;
-    const jobs = (v: number) => perS(v, 'jobs/s');
-    const iso = (k: SideKey) => `${ratio(r(`${k}.isolation`))} (${perS(r(`${k}.busy.rps`).median)} busy / ${perS(r(`${k}.idle.rps`).median)} idle)`;
-    const loop = (k: SideKey) => `${spreadOf(r(`${k}.busy.loopP99`), ms)} busy / ${spreadOf(r(`${k}.idle.loopP99`), ms)} idle`;
-    const rows: ScenarioReport['rows'] = [
-      {
-        scenario: SCENARIO,
-        measure: `trivial \`bench-sum\` jobs/s, ${o.callers} callers submitting and waiting, ÷ peer`,
-        template: spreadOf(r('template.jobsPerS'), jobs),
-        baseline: spreadOf(r('peer.jobsPerS'), jobs),
-        ratio: r('throughputRatio'),
-        target: '≥ 1.0',
-        met: r('throughputRatio').median >= 1,
-      },
-      {
-        scenario: SCENARIO,
-        measure: `submit-and-wait p50, one caller, ÷ peer (added latency template − peer: ${spreadOf(r('p50Diff'), ms)})`,
-        template: spreadOf(r('template.p50'), ms),
-        baseline: spreadOf(r('peer.p50'), ms),
-        ratio: r('p50Ratio'),
-        target: '≤ 1.0',
-        met: r('p50Ratio').median <= 1,
-      },
-      {
-        scenario: SCENARIO,
-        measure: '… p99, one caller, ÷ peer',
-        template: spreadOf(r('template.p99'), ms),
-        baseline: spreadOf(r('peer.p99'), ms),
-        ratio: r('p99Ratio'),
-      },
-      {
-        scenario: SCENARIO,
-        measure: `… the same with an inline type (\`bench-sum-inline\`, run on the worker's event loop), ÷ peer (÷ on a pool thread: ${ratio(r('inline.byThread'))})`,
-        template: spreadOf(r('inline.jobsPerS'), jobs),
-        baseline: spreadOf(r('peer.jobsPerS'), jobs),
-        ratio: r('inline.throughputRatio'),
-      },
-      {
-        scenario: SCENARIO,
-        measure: `… its p50, one caller (added latency inline − peer: ${spreadOf(r('inline.p50Diff'), ms)})`,
-        template: spreadOf(r('inline.p50'), ms),
-        baseline: spreadOf(r('peer.p50'), ms),
-      },
-      {
-        scenario: SCENARIO,
-        measure: `~${this.ctx.opts.cpuJobMs} ms pbkdf2 jobs/s, ${o.cpuCallers} callers, ${this.ctx.opts.threads} threads vs worker concurrency ${this.ctx.opts.threads}, ÷ peer`,
-        template: spreadOf(r('template.cpuJobsPerS'), jobs),
-        baseline: spreadOf(r('peer.cpuJobsPerS'), jobs),
-        ratio: r('cpuRatio'),
-        target: '≥ 1.0',
-        met: r('cpuRatio').median >= 1,
-      },
-      {
-        scenario: SCENARIO,
-        measure: `API isolation: GET /v1/jobs/{id} req/s (${o.connections} connections), ${o.feeders} callers feeding CPU jobs ÷ CPU idle`,
-        template: iso('template'),
-        baseline: iso('peer'),
-        ratio: r('template.isolation'),
-        target: '≥ 0.8',
-        met: r('template.isolation').median >= 0.8,
-      },
-      {
-        scenario: SCENARIO,
-        measure: 'API event-loop delay p99 (prom-client, 10 ms sampling timer included), fed vs idle',
-        template: loop('template'),
-        baseline: loop('peer'),
-      },
-      {
-        scenario: SCENARIO,
-        measure: '… GET p99 latency fed / idle; CPU jobs/s done meanwhile',
-        template: `${ms(r('template.busy.p99').median)} / ${ms(r('template.idle.p99').median)}; ${jobs(r('template.busy.cpuJobsPerS').median)}`,
-        baseline: `${ms(r('peer.busy.p99').median)} / ${ms(r('peer.idle.p99').median)}; ${jobs(r('peer.busy.cpuJobsPerS').median)}`,
-      },
-    ];
-    const cpu = (k: SideKey, p: string) => num(r(`${k}.cpuPerJob.${p}`).median);
-    return {
-      key: 'peers',
-      title: 'Peer: NestJS + @nestjs/bullmq, API and worker',
-      rows,
-      chart: {
-        throughput: {
-          title: `8. Peer: jobs/s (trivial, ${o.callers} callers | ~${this.ctx.opts.cpuJobMs} ms CPU)`,
-          unit: 'jobs/s',
-          bars: [
-            { label: 'template trivial', value: r('template.jobsPerS').median, template: true },
-            { label: 'peer trivial', value: r('peer.jobsPerS').median, template: false },
-            { label: 'template CPU', value: r('template.cpuJobsPerS').median, template: true },
-            { label: 'peer CPU', value: r('peer.cpuJobsPerS').median, template: false },
-          ],
-        },
-        latency: {
-          title: '8. Peer: one caller, p50 | p99',
-          unit: 'ms',
-          bars: [
-            { label: 'template p50', value: r('template.p50').median, template: true },
-            { label: 'peer p50', value: r('peer.p50').median, template: false },
-            { label: 'template p99', value: r('template.p99').median, template: true },
-            { label: 'peer p99', value: r('peer.p99').median, template: false },
-          ],
-        },
-      },
-      sections: [
-        'The peer (bench/baselines/peer-*.ts): a Nest API on Fastify with `BullModule.forRoot/registerQueue` whose POST ' +
-          '`queue.add`s the job and, under `Prefer: wait`, answers after `job.waitUntilFinished` on a QueueEvents; a separate Nest ' +
-          `worker process whose @nestjs/bullmq processor (concurrency ${this.ctx.opts.threads}) calls the same job \`run\` as the template's pool threads (bench/support/bench-jobs.ts) on its event loop. ` +
-          `No cache, single flight, cancel checks, idempotency or backlog bound. pbkdf2: ${this.iterations} iterations, fresh salts. ` +
-          `CPU per trivial job at ${o.callers} callers (ms, /proc): template API ${cpu('template', 'api')}, worker ${cpu('template', 'worker')}; ` +
-          `with the inline type API ${cpu('inline', 'api')}, worker ${cpu('inline', 'worker')}; ` +
-          `peer API ${cpu('peer', 'api')}, worker ${cpu('peer', 'worker')}.`,
-      ],
-      data: { iterations: this.iterations, ...this.rounds.all() },
-    };
+    return peersReport({ opts: this.ctx.opts, rounds: this.rounds, iterations: this.iterations, replicaCounts: this.replicaCounts, redisCounted: this.redisPid !== undefined });
   }
 
   async close(): Promise<void> {
     for (const side of this.sides ?? []) for (const client of side.clients.values()) client.close();
-    const peer = this.sides?.find((s) => s.key === 'peer');
-    const stop = async (p?: AppProcess) => {
-      if (!p) return;
+    resume(this.extras);
+    const mine = (this.sides ?? []).filter((s) => s.key === 'peer' || s.key === 'guarded').flatMap((s) => [...s.apis, s.worker]);
+    const stop = async (p: AppProcess) => {
       const killer = setTimeout(() => p.signal('SIGKILL'), 15_000);
       await p.stop('SIGTERM');
       clearTimeout(killer);
     };
-    await Promise.all([stop(peer?.api), stop(peer?.worker)]);
+    await Promise.all([...mine, ...this.extras.filter((p) => !mine.includes(p))].map(stop));
   }
 }

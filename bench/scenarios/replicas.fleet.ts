@@ -2,7 +2,7 @@ import type { AppProcess } from '../../test/support/apps';
 import { HttpClient } from '../load/http-client';
 import { ms, num, perS, ratio, spreadOf } from '../report/format';
 import type { ChartPanel, Row } from '../report/report.types';
-import { startTemplateApp } from '../support/stack';
+import { park, resume, startTemplateApp } from '../support/stack';
 import type { Rounds } from '../support/stats';
 import { schedCounters } from '../tuning/sched-counters';
 import { BenchContext, rotate, sleep } from './context';
@@ -293,6 +293,3 @@ function key(build: Build, size: number, figure: string): string {
 function processes(fleet: Fleet): AppProcess[] {
   return [...fleet.apis, ...(fleet.worker ? [fleet.worker] : [])];
 }
-
-const park = (ps: AppProcess[]) => ps.forEach((p) => p.signal('SIGSTOP'));
-const resume = (ps: AppProcess[]) => ps.forEach((p) => p.signal('SIGCONT'));

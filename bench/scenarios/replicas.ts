@@ -4,7 +4,7 @@ import { keyHeader } from '../load/api-key';
 import { closedLoop, HttpClient } from '../load/http-client';
 import { ms, num, perS, spreadOf } from '../report/format';
 import type { ScenarioReport } from '../report/report.types';
-import { cpuMs, preemptions, startTemplate, startTemplateApp } from '../support/stack';
+import { cpuMs, preemptions, redisServerPid, startTemplate, startTemplateApp } from '../support/stack';
 import { Rounds } from '../support/stats';
 import { BenchContext, fresh, nextTrivial, rotate, Scenario, sleep } from './context';
 import { FleetLegs } from './replicas.fleet';
@@ -177,9 +177,8 @@ export class ReplicasScenario implements Scenario<ScenarioReport> {
     );
   }
 
-  private async redisPid(): Promise<number | undefined> {
-    if (!this.ctx.redis.own) return undefined;
-    return Number(/process_id:(\d+)/.exec(await this.ctx.redisClient.info('server'))?.[1]) || undefined;
+  private redisPid(): Promise<number | undefined> {
+    return redisServerPid(this.ctx.redis, this.ctx.redisClient);
   }
 
   /** A closed loop of `load` over `clients`, request i going to client i mod their number. */

@@ -41,8 +41,12 @@ export interface BenchOptions {
   /** Jobs per leg, items per batch, and the callers of each side. */
   batch: { jobs: number; size: number; callers: number; singleCallers: number };
   payload: { sizes: number[] };
-  /** Template vs the @nestjs/bullmq peer: trivial jobs, one caller, CPU jobs, and GET while CPU jobs are fed. */
-  peers: { callers: number; durationS: number; sequential: number; cpuJobs: number; cpuCallers: number; connections: number; idleS: number; busyS: number; feeders: number };
+  /**
+   * Template vs the @nestjs/bullmq peers: trivial jobs, one caller, CPU jobs, cache hits (`hitCallers`), and GET while CPU jobs
+   * are fed; the template and the equal-guarantee peer at each of `replicas` API replicas (smoke: 1 only, which saves the
+   * bench smoke of `npm test` three Nest start-ups; a full run goes through the same code with more).
+   */
+  peers: { callers: number; durationS: number; sequential: number; cpuJobs: number; cpuCallers: number; hitCallers: number; connections: number; idleS: number; busyS: number; feeders: number; replicas: number[] };
   /** GET load (connections, idle and loaded seconds) beside CPU callers; then jobs × callers for jobs/s. */
   seeds: { connections: number; idleS: number; busyS: number; callers: number; cpuJobs: number; cpuCallers: number };
   /**
@@ -124,8 +128,8 @@ export function loadOptions(env: NodeJS.ProcessEnv = process.env, argv: readonly
     adapters: smoke ? { connections: 8, durationS: 0.3 } : { connections: 8, durationS: 2 },
     batch: smoke ? { jobs: 100, size: 50, callers: 2, singleCallers: 8 } : { jobs: 4000, size: 1000, callers: 2, singleCallers: 32 },
     peers: smoke
-      ? { callers: 32, durationS: 0.4, sequential: 10, cpuJobs: 8, cpuCallers: 4, connections: 10, idleS: 0.4, busyS: 0.4, feeders: 6 }
-      : { callers: 32, durationS: 3, sequential: 150, cpuJobs: 120, cpuCallers: 8, connections: 10, idleS: 4, busyS: 4, feeders: 6 },
+      ? { callers: 32, durationS: 0.4, sequential: 10, cpuJobs: 8, cpuCallers: 4, hitCallers: 8, connections: 10, idleS: 0.4, busyS: 0.4, feeders: 6, replicas: [1] }
+      : { callers: 32, durationS: 3, sequential: 150, cpuJobs: 120, cpuCallers: 8, hitCallers: 8, connections: 10, idleS: 4, busyS: 4, feeders: 6, replicas: [1, 4] },
     seeds: smoke
       ? { connections: 4, idleS: 0.3, busyS: 0.3, callers: 6, cpuJobs: 8, cpuCallers: 4 }
       : { connections: 10, idleS: 2, busyS: 3.5, callers: 6, cpuJobs: 160, cpuCallers: 8 },

@@ -89,6 +89,17 @@ export async function startTemplate(
   return { api, worker };
 }
 
+/** Stops processes (SIGSTOP) between the legs they sit out: no start-up, no warm-up lost. */
+export const park = (ps: AppProcess[]) => ps.forEach((p) => p.signal('SIGSTOP'));
+/** Resumes parked processes (a stopped process takes SIGTERM only once resumed). */
+export const resume = (ps: AppProcess[]) => ps.forEach((p) => p.signal('SIGCONT'));
+
+/** The pid of the bench's own redis-server; undefined on a shared one (REDIS_URL), whose CPU is not ours. */
+export async function redisServerPid(redis: BenchRedis, client: IORedis): Promise<number | undefined> {
+  if (!redis.own) return undefined;
+  return Number(/process_id:(\d+)/.exec(await client.info('server'))?.[1]) || undefined;
+}
+
 /** Resident set size of a process, from /proc (Linux). */
 export function rssBytes(pid: number): number {
   try {
