@@ -104,7 +104,8 @@ describe('guessing keys: wrong keys cost their address tries, on every replica',
   let two: AppProcess;
 
   beforeAll(async () => {
-    const env = production('guess', { API_DOCS: 'true', QUEUE_DASHBOARD: 'true' });
+    // 10.0.0.0/8 as well: a cluster whose nodes share the pods' range (the prod overlay's old default).
+    const env = production('guess', { API_DOCS: 'true', QUEUE_DASHBOARD: 'true', TRUSTED_PROXIES: `${PROXY}/32,10.0.0.0/8` });
     [one, two] = await startAll([startApp('api', env), startApp('api', env)]);
   }, 60_000);
   afterAll(async () => {
@@ -157,6 +158,16 @@ describe('guessing keys: wrong keys cost their address tries, on every replica',
     expect((await Promise.all(attempts)).map((r) => r.status)).toEqual(Array(16).fill(401));
     expect((await from(PROXY, `${one.url}/v1/job-types`, { headers: viaProxy(client, key(wrong)) })).status).toBe(429);
     expect((await from(PROXY, `${one.url}/v1/job-types`, { headers: viaProxy(client, key(BOB)) })).status).toBe(200);
+  });
+
+  it("reads one X-Forwarded-For hop: behind a node's SNAT, clients cannot pick a fresh address for each guess", async () => {
+    // The ingress (the trusted proxy) appends the node it was sent from, in a trusted range; the
+    // client's own entries to its left used to be read past it, a fresh budget per guess.
+    const guesses: number[] = [];
+    for (let i = 1; i <= 20; i++) {
+      guesses.push((await from(PROXY, `${one.url}/v1/job-types`, { headers: viaProxy(`203.0.113.${i}, 10.20.0.5`, key(randomBytes(32).toString('hex'))) })).status);
+    }
+    expect(guesses).toEqual([...Array(16).fill(401), ...Array(4).fill(429)]);
   });
 
   it('keeps client addresses out of Redis: the tries are kept under a hash', async () => {

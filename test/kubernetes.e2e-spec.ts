@@ -3,6 +3,7 @@ import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse, parseAllDocuments } from 'yaml';
 import { QUEUE_BACKLOG_METRIC } from '../apps/api/src/jobs/queue.metrics';
+import { clientAddressOf, TrustedProxies } from '../apps/api/src/security/client-address';
 import { JobRegistry } from '@app/jobs';
 import { BULL_STRUCTURES, bullKey } from '@app/queue';
 import { readAcceptedEnv, readRepoFile, readWorkerHandBackGraceMs, redisUrlOf, ROOT } from './deploy/app-source';
@@ -391,8 +392,13 @@ describe.each(PRODUCTION)('%s: external Redis, more replicas, disruption budgets
     expect(config.apiKeys.length).toBeGreaterThan(0);
     expect(config.adminApiKeys.length).toBeGreaterThan(0);
     expect(prod.env(prod.api).ADMIN_API_KEYS).toBe(prod.secret('nest-offload-api-keys')?.ADMIN_API_KEYS);
-    // Client addresses come from the ingress controller's X-Forwarded-For (networkpolicy.yaml admits only it, monitoring and KEDA).
+    // Client addresses come from the ingress controller's X-Forwarded-For (networkpolicy.yaml admits
+    // only it, monitoring and KEDA): the pods' range at most, and one entry, so behind a node's SNAT
+    // the client is that node, never what the client wrote to its left.
     expect(config.trustedProxies.length).toBeGreaterThan(0);
+    expect(config.trustedProxies.map((r) => r.prefix >= (r.family === 'ipv4' ? 16 : 64))).not.toContain(false);
+    const proxies = new TrustedProxies(config.trustedProxies, config.trustedProxyHops);
+    expect(clientAddressOf(config.trustedProxies[0].address, '203.0.113.7, 10.20.0.5', proxies)).toBe('10.20.0.5');
     expect(env.ALLOW_UNAUTHENTICATED ?? 'false').toBe('false');
     expect({ docs: config.apiDocs, dashboard: config.queueDashboard, readOnly: config.queueDashboardReadOnly }).toEqual({ docs: true, dashboard: false, readOnly: true });
     for (const app of apps()) expect(app.spec.template.spec.containers[0].image).toMatch(/^[\w.-]+\/[\w./-]+:(?!latest$)[\w.-]+$/);

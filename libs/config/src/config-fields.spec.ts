@@ -5,7 +5,8 @@ const FIELDS = [
   'env', 'queueRedis', 'cacheRedis', 'redisMinReplicasAck', 'cacheMemoryMb', 'redisPrefix', 'host', 'port', 'workerPort', 'workerThreads',
   'workerQueues', 'workerMaxMemoryMb', 'workerNice', 'workerSched', 'jobTimeoutMs', 'jobRetentionSeconds', 'jobLockMs', 'shutdownTimeoutMs',
   'maxBacklog', 'maxWaitSeconds', 'idempotencyTtlSeconds', 'batchMaxItems', 'requestTimeoutMs', 'bodyLimit', 'logLevel', 'logFormat',
-  'chaosJobs', 'demo', 'apiKeys', 'adminApiKeys', 'callerConcurrency', 'callerMaxQueued', 'callerLimits', 'rateLimitPerMinute', 'rateLimitBurst', 'trustedProxies', 'redisEvictionCheck', 'apiDocs',
+  'chaosJobs', 'demo', 'apiKeys', 'adminApiKeys', 'callerConcurrency', 'callerMaxQueued', 'callerLimits', 'rateLimitPerMinute', 'rateLimitBurst',
+  'trustedProxies', 'trustedProxyHops', 'redisEvictionCheck', 'apiDocs',
   'queueDashboard', 'queueDashboardReadOnly', 'webhooks', 'otel', 'blobStore',
 ] as const satisfies readonly (keyof Config)[];
 

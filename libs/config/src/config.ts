@@ -275,6 +275,11 @@ const schema = z.object({
   RATE_LIMIT_BURST: int(1, 10_000_000).optional(),
   /** Proxies whose X-Forwarded-For is read (only when one of them is the direct peer); empty: never read. */
   TRUSTED_PROXIES: cidrList.default([]),
+  /**
+   * How many proxies in front of the API append to X-Forwarded-For (an ingress controller: 1); at
+   * most that many entries are read, from the right, whatever else is in TRUSTED_PROXIES.
+   */
+  TRUSTED_PROXY_HOPS: int(1, 16).default(1),
   TRUST_PROXY_HOPS: z.string().trim().optional(),
   /** What to do when the queue Redis may evict keys (evicted keys are lost jobs). */
   REDIS_EVICTION_CHECK: z.enum(['warn', 'refuse', 'off']).default('warn'),

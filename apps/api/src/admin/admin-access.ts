@@ -52,7 +52,7 @@ export function registerAdminAccess(fastify: FastifyInstance, config: Config, re
   const signIn: SignIn = {
     keys: new ApiKeys(roleKeys(config)),
     failures: new AuthFailures(redis, config.redisPrefix),
-    proxies: new TrustedProxies(config.trustedProxies),
+    proxies: new TrustedProxies(config.trustedProxies, config.trustedProxyHops),
     sessions: new AdminSessions(redis, queueKeys(config.redisPrefix).adminSession, roleKeys(config)),
     cookie: sessionCookie(config.env),
     // why a page outside /admin/ first: every key may open it.

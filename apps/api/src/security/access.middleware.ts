@@ -33,7 +33,7 @@ export class AccessMiddleware implements NestMiddleware {
   constructor(@Inject(CONFIG) private readonly config: Config, @Inject(QUEUE_REDIS) redis: RedisClient) {
     this.keys = new ApiKeys(roleKeys(config));
     this.failures = new AuthFailures(redis, config.redisPrefix);
-    this.proxies = new TrustedProxies(config.trustedProxies);
+    this.proxies = new TrustedProxies(config.trustedProxies, config.trustedProxyHops);
     if (config.rateLimitPerMinute > 0) {
       this.limiter = new RateLimiter(redis, queueKeys(config.redisPrefix).rateLimit, config.rateLimitPerMinute, config.rateLimitBurst);
     }

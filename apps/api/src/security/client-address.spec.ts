@@ -1,10 +1,13 @@
 import { loadConfig } from '@app/config';
 import { addressBucket, clientAddressOf, hashedAddress, TrustedProxies } from './client-address';
 
-const proxies = (...ranges: string[]) => new TrustedProxies(ranges.length ? loadConfig({ TRUSTED_PROXIES: ranges.join(',') }).trustedProxies : []);
+const rangesOf = (ranges: string[]) => (ranges.length ? loadConfig({ TRUSTED_PROXIES: ranges.join(',') }).trustedProxies : []);
+const proxies = (...ranges: string[]) => new TrustedProxies(rangesOf(ranges));
+/** Proxies trusted through up to `hops` X-Forwarded-For entries. */
+const chained = (hops: number, ...ranges: string[]) => new TrustedProxies(rangesOf(ranges), hops);
 
 describe('client address', () => {
-  const trusted = proxies('10.0.0.0/8', 'fd00::/8');
+  const trusted = chained(16, '10.0.0.0/8', 'fd00::/8');
 
   it('ignores X-Forwarded-For from a peer that is not a trusted proxy', () => {
     expect(clientAddressOf('203.0.113.9', '10.0.0.1', trusted)).toBe('203.0.113.9');
@@ -20,6 +23,19 @@ describe('client address', () => {
     expect(clientAddressOf('10.0.0.2', '10.9.9.9, 1.2.3.4, 198.51.100.1, 10.1.1.1', trusted)).toBe('198.51.100.1');
     expect(clientAddressOf('10.0.0.2', ['1.2.3.4', '198.51.100.1'], trusted)).toBe('198.51.100.1');
     expect(clientAddressOf('fd00::1', '2001:db8::7', trusted)).toBe('2001:db8::7');
+  });
+
+  it('reads at most TRUSTED_PROXY_HOPS entries: an address in a trusted range that appended nothing hides what the client wrote', () => {
+    // Behind kube-proxy's SNAT the ingress (10.42.0.9) appends the node's address (10.20.0.5); one hop
+    // (the default) stops there, whatever the client put to its left.
+    const ingress = chained(1, '10.0.0.0/8');
+    expect(clientAddressOf('10.42.0.9', '203.0.113.7, 10.20.0.5', ingress)).toBe('10.20.0.5');
+    expect(clientAddressOf('10.42.0.9', '203.0.113.7, 198.51.100.1', ingress)).toBe('198.51.100.1');
+    expect(new TrustedProxies(rangesOf(['10.0.0.0/8'])).hops).toBe(1);
+    // A load balancer that appends too, in front of the ingress: two hops.
+    const twoHops = chained(2, '10.0.0.0/8', '130.211.0.0/22');
+    expect(clientAddressOf('10.42.0.9', '203.0.113.7, 198.51.100.1, 130.211.0.4', twoHops)).toBe('198.51.100.1');
+    expect(clientAddressOf('10.42.0.9', '203.0.113.7, 10.20.0.4, 10.20.0.5', twoHops)).toBe('10.20.0.4');
   });
 
   it('stops at the nearest trusted hop on garbage, and takes the leftmost of an all-trusted chain', () => {

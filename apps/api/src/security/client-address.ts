@@ -3,12 +3,16 @@ import type { IncomingMessage } from 'node:http';
 import { BlockList, isIP } from 'node:net';
 import { type Cidr, canonicalAddress, ipv6Groups } from '@app/config';
 
-/** The proxies of TRUSTED_PROXIES: the only peers whose X-Forwarded-For is read. */
+/** The proxies of TRUSTED_PROXIES: the only peers whose X-Forwarded-For is read, at most `hops` entries of it. */
 export class TrustedProxies {
   private readonly blocks = new BlockList();
   private readonly any: boolean;
 
-  constructor(ranges: readonly Cidr[]) {
+  constructor(
+    ranges: readonly Cidr[],
+    /** TRUSTED_PROXY_HOPS: how many proxies append to the header, so how many of its entries are read. */
+    readonly hops = 1,
+  ) {
     for (const { address, prefix, family } of ranges) this.blocks.addSubnet(address, prefix, family);
     this.any = ranges.length > 0;
   }
@@ -33,12 +37,15 @@ function hopAddress(entry: string): string | undefined {
  * the address it was sent from, and the first address that is not a trusted proxy is the client.
  * Entries to its left were written by the client itself and say nothing. An entry that is not an
  * address ends the walk at the nearest trusted hop; a chain of trusted proxies only, at its leftmost.
+ * why at most `hops` entries: an address in a trusted range is not always a proxy that appends to
+ * the header (behind kube-proxy's SNAT the ingress appends a node's address, in the same 10/8 as
+ * the pods), and walking past it would read what the client wrote.
  */
 export function clientAddressOf(peer: string | undefined, forwardedFor: string | string[] | undefined, proxies: TrustedProxies): string {
   let client = (peer ? canonicalAddress(peer) : undefined) ?? 'unknown';
   if (!proxies.trusts(client)) return client;
   const chain = (Array.isArray(forwardedFor) ? forwardedFor.join(',') : (forwardedFor ?? '')).split(',').map((s) => s.trim()).filter(Boolean);
-  for (let i = chain.length - 1; i >= 0; i--) {
+  for (let i = chain.length - 1; i >= Math.max(0, chain.length - proxies.hops); i--) {
     const hop = hopAddress(chain[i]);
     if (hop === undefined) return client;
     client = hop;
