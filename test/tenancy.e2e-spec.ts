@@ -143,6 +143,9 @@ describe('tenancy: keys with the test job types', () => {
   const env = stackEnv('tenancy-share', {
     API_KEYS: `alice=${ALICE},bob=${BOB},carol=${CAROL}`,
     CALLER_LIMITS: 'carol:concurrency=1,carol:queued=3',
+    // A timed-out job in seconds, a killed worker's job taken back in seconds.
+    JOB_TIMEOUT_MS: '4000',
+    JOB_LOCK_MS: '2000',
   });
   let api: AppProcess | undefined;
   let worker: AppProcess | undefined;
@@ -215,6 +218,52 @@ describe('tenancy: keys with the test job types', () => {
     expect(aliceMeanwhile.length).toBeLessThanOrEqual(4);
     expect(jobs.slice(0, 16).filter((job) => job.processedOn! > bobStarted).length).toBeGreaterThanOrEqual(8);
     expect((await drained()).map((share) => share.caller).sort()).toEqual(['alice', 'bob']);
+  });
+
+  /** Carol's next job runs to its end: her share was given back. */
+  const nextRuns = async () => {
+    const next = await submit(api!.url, 'chaos', { mode: 'ok', tag: `carol-${randomBytes(4).toString('hex')}` }, { headers: as(CAROL), wait: 20 });
+    expect(next.body).toMatchObject({ status: 'completed' });
+  };
+  const view = async (id: string, key = CAROL) =>
+    waitFor(async () => {
+      const res = await getJob(api!.url, id, as(key));
+      return ['completed', 'failed', 'cancelled'].includes(res.body.status) && res.body;
+    }, { timeoutMs: 20_000, what: `job ${id} ended` });
+
+  ifPresent('fair-share').it('fair share: a retry with backoff, a timeout and cancels (queued and running) give the key its share back', async () => {
+    const url = api!.url;
+    const tag = () => `carol-${randomBytes(4).toString('hex')}`;
+    // A retry with backoff stays the key's (concurrency 1): its next job waits for the retry's end.
+    const flaky = await submit(url, 'chaos', { mode: 'flaky', tag: tag() }, { headers: as(CAROL) });
+    await nextRuns();
+    expect(await view(flaky.body.id)).toMatchObject({ status: 'completed', attempts: 2 });
+    // A timeout (JOB_TIMEOUT_MS=4000) ends the run; the next starts.
+    const slow = await submit(url, 'chaos', { mode: 'spin', ms: 8000, tag: tag() }, { headers: as(CAROL) });
+    await nextRuns();
+    expect(await view(slow.body.id)).toMatchObject({ status: 'failed', error: { code: 'JOB_TIMEOUT' } });
+    // Cancels: of a waiting job, then of the running one.
+    const running = await submit(url, 'chaos', { mode: 'spin', ms: 10_000, tag: tag() }, { headers: as(CAROL) });
+    const waiting = await submit(url, 'chaos', { mode: 'ok', tag: tag() }, { headers: as(CAROL) });
+    await waitFor(async () => (await queue.getJobState(running.body.id)) === 'active', { what: 'the long job running' });
+    expect((await request(`${url}/v1/jobs/${waiting.body.id}`, { method: 'DELETE', headers: as(CAROL) })).body).toMatchObject({ status: 'cancelled' });
+    expect((await callerShares(redis, env.REDIS_PREFIX!, 'default')).find((share) => share.caller === 'carol')).toMatchObject({ waiting: 0, running: 1 });
+    await request(`${url}/v1/jobs/${running.body.id}`, { method: 'DELETE', headers: as(CAROL) });
+    expect(await view(running.body.id)).toMatchObject({ status: 'cancelled' });
+    await nextRuns();
+    await drained();
+  });
+
+  ifPresent('fair-share').it('fair share: a worker killed mid-job (kill -9) leaves no share taken once BullMQ takes its job back', async () => {
+    const url = api!.url;
+    const long = await submit(url, 'chaos', { mode: 'spin', ms: 1500, tag: `carol-${randomBytes(4).toString('hex')}` }, { headers: as(CAROL) });
+    await waitFor(async () => (await queue.getJobState(long.body.id)) === 'active', { what: 'the job running' });
+    await worker!.stop('SIGKILL');
+    worker = await startApp('worker', env);
+    // The job stalled, BullMQ gave it to the new worker, it ran to its end; then carol's next one runs.
+    expect(await view(long.body.id)).toMatchObject({ status: 'completed' });
+    await nextRuns();
+    await drained();
   });
 
   ifPresent('fair-share').it("fair share: CALLER_CONCURRENCY and CALLER_MAX_QUEUED bind that key alone", async () => {

@@ -130,14 +130,16 @@ elseif op == 'settle' then
   offer(c)
   return fill()
 elseif op == 'forget' then
-  local c = ARGV[4]
-  for i = 5, #ARGV do
-    rcall('ZREM', waitingOf(c), ARGV[i])
-    rcall('ZREM', parked, ARGV[i])
-    settle(c, ARGV[i])
+  local forgotten = 0
+  for i = 4, #ARGV do
+    local data = rcall('HGET', bullBase .. ARGV[i], 'data')
+    local c = data and cjson.decode(data).caller
+    if type(c) == 'string' and rcall('ZREM', waitingOf(c), ARGV[i]) == 1 then
+      rcall('ZREM', parked, ARGV[i])
+      forgotten = forgotten + 1
+    end
   end
-  offer(c)
-  return fill()
+  return forgotten
 elseif op == 'heal' then
   local callers = rcall('HKEYS', limits)
   for _, c in ipairs(callers) do
@@ -198,9 +200,14 @@ export function settle(redis: RedisClient, prefix: string, queue: string, caller
   return FAIR_SHARE.run(redis, ...head(prefix, queue, 'settle'), caller, ...ids);
 }
 
-/** Drops the caller's jobs of `ids`, removed from BullMQ while queued (cancelled, expired), from its sets. */
-export function forgetParked(redis: RedisClient, prefix: string, queue: string, caller: string, ids: readonly string[]): Promise<unknown> {
-  return FAIR_SHARE.run(redis, ...head(prefix, queue, 'forget'), caller, ...ids);
+/**
+ * Takes the parked jobs of `ids` out of their callers' shares (the caller read from each job's data),
+ * so that they can be removed from BullMQ (cancelled, expired) without being released meanwhile.
+ * why before the removal, not after: the job's data says whose it is. A job already released is not
+ * parked, and is settled once BullMQ no longer has it.
+ */
+export function forgetParked(redis: RedisClient, prefix: string, queue: string, ids: readonly string[]): Promise<unknown> {
+  return FAIR_SHARE.run(redis, ...head(prefix, queue, 'forget'), ...ids);
 }
 
 /** Releases what may run now, if anything is parked in `queue`; resolves with the number released. */

@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { ResultCache } from '@app/cache';
 import { CONFIG, type Config } from '@app/config';
-import { queueKeys, SCHEDULED_JOB_ID } from '@app/queue';
+import { forgetParked, queueKeys, SCHEDULED_JOB_ID } from '@app/queue';
 import type { RedisClient } from '@app/redis';
 import { JobRecord, JobView, viewOfCached, viewOfJob } from './job-view';
 import { JobQueues, type JobsQueue, QUEUE_REDIS } from '../queues/queue.providers';
@@ -94,6 +94,8 @@ export class JobStore {
    * goes on with the tick after it.
    */
   async removeQueued(id: string, queue: JobsQueue): Promise<boolean> {
+    // A job parked by fair share leaves its caller's share first, so none releases it meanwhile.
+    await forgetParked(this.redis, this.config.redisPrefix, queue.name, [id]);
     try {
       return (await queue.remove(id)) === 1;
     } catch (error) {
