@@ -32,6 +32,7 @@ interface Side {
 interface Reply {
   id: string;
   status: string;
+  error?: unknown;
 }
 
 // why: the template's name, which the peers' APIs export too (the same prom-client collector).
@@ -389,7 +390,9 @@ export class PeersScenario implements Scenario<ScenarioReport> {
     let client = side.clients.get(id);
     if (!client) side.clients.set(id, (client = new HttpClient(side.apis[replica].url, sockets)));
     const reply = await client.json<Reply>('POST', `/v1/jobs/${type}`, { json: input, headers: { prefer: 'wait=60' } });
-    if (reply.status !== 200 || reply.body?.status !== 'completed') throw new Error(`${side.label} ${type} job: HTTP ${reply.status}, status ${reply.body?.status}`);
+    if (reply.status !== 200 || reply.body?.status !== 'completed') {
+      throw new Error(`${side.label} ${type} job: HTTP ${reply.status}, status ${reply.body?.status}${reply.body?.error ? `, error ${JSON.stringify(reply.body.error).slice(0, 300)}` : ''}`);
+    }
     return reply.body;
   }
 
