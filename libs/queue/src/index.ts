@@ -1,5 +1,5 @@
 export type { JobData } from './job-data';
-export { BULL_STRUCTURES, bullKey, childJobId, fairKey, noticeChannel, ownersKey, queueKeys, queuePrefix, SCHEDULED_JOB_ID, scheduledJobId, schedulerId, watchersKey, WEBHOOK_QUEUE, webhookDeliveryId } from './queue.keys';
+export { BULL_STRUCTURES, bullKey, childJobId, fairKey, jobTagsKey, listingEndsKey, listingKey, noticeChannel, ownersKey, queueKeys, queuePrefix, SCHEDULED_JOB_ID, scheduledJobId, schedulerId, watchersKey, WEBHOOK_QUEUE, webhookDeliveryId } from './queue.keys';
 export { jobOptions } from './job-options';
 export { checkSchedules, nextRunOf, scheduledJob } from './schedules';
 export type { ScheduledJob } from './schedules';
@@ -11,3 +11,4 @@ export type { JobNotice, JobRecord } from './notice.protocol';
 export { extendDeadline, NO_DEADLINE, pastDeadline, POP_DUE, startDeadlinesKey } from './start-deadlines';
 export { callerShares, forgetParked, heal, HEAL_INTERVAL_MS, park, PARK_DELAY_MS, parkedOf, release, RELEASE_AHEAD, settle } from './fair-share';
 export type { CallerShare, ParkedJob } from './fair-share';
+export { listUntil, PAGE, SWEEP_ENDED, SWEEP_GRACE_SECONDS, sweepArgs } from './job-index';

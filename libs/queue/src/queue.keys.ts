@@ -99,6 +99,28 @@ export function ownersKey(prefix: string, queue: string, jobId: string): string 
   return `${queuePrefix(prefix, queue)}:owners:${jobId}`;
 }
 
+/**
+ * The listing index of `scope`'s jobs of `queue` (GET /v1/jobs), or of those it tagged `tag`: a sorted
+ * set, member the job id, score when the caller submitted it (epoch ms). With `scope` undefined, every
+ * caller's jobs (GET /admin/jobs without `caller=`; written only with API keys, else the one scope is
+ * everyone). In the queue's hash slot like the job and its owners (see job-index.ts).
+ */
+export function listingKey(prefix: string, queue: string, scope?: string, tag?: string): string {
+  const base = `${queuePrefix(prefix, queue)}:listing`;
+  if (scope === undefined) return `${base}-all`;
+  return tag === undefined ? `${base}:${scope}` : `${base}:${scope}:tag:${tag}`;
+}
+
+/** The tags each caller gave job `jobId` of `queue` (a hash: scope → tags joined by commas); only for tagged jobs. */
+export function jobTagsKey(prefix: string, queue: string, jobId: string): string {
+  return `${queuePrefix(prefix, queue)}:tags:${jobId}`;
+}
+
+/** When each listed job of `queue` stops being readable (a sorted set: job id → epoch ms); the listing forgets it then. */
+export function listingEndsKey(prefix: string, queue: string): string {
+  return `${queuePrefix(prefix, queue)}:listing-ends`;
+}
+
 /** The set of the notice channels (API replicas) waiting on job `jobId` of `queue` (see notice.protocol.ts). */
 export function watchersKey(prefix: string, queue: string, jobId: string): string {
   return `${queuePrefix(prefix, queue)}:watch:${jobId}`;

@@ -9,6 +9,7 @@ import { Problem } from '../http/problem';
 import { ServerTiming } from '../http/server-timing';
 import { isFinal, JobView } from '../jobs/job-view';
 import { parsePreferWait } from '../jobs/prefer-wait';
+import { parseJobTags } from '../jobs/job-tags';
 import { parseStartWithin } from '../jobs/start-within';
 import { SubmitHooks } from '../jobs/submit-hooks';
 import { callerOf } from '../security/caller';
@@ -74,10 +75,11 @@ export class BatchController {
     const { callbacks, idempotency } = this.hooks;
     const callback = callbacks.accept(callbackUrl, caller.scope);
     const timing = new ServerTiming();
+    const tags = parseJobTags(req.headers['job-tags']);
     const entries = await this.batches.submit(type, body, {
       scope: caller.scope,
       waitSeconds: parsePreferWait(prefer, this.config.maxWaitSeconds),
-      submission: { requestId: req.id, startWithinMs: parseStartWithin(req.headers['start-within']) },
+      submission: { requestId: req.id, startWithinMs: parseStartWithin(req.headers['start-within']), tags },
       timing,
       idempotency: idempotency.keyOf(req.headers['idempotency-key'], caller.scope),
       caller,
@@ -88,7 +90,7 @@ export class BatchController {
       if (ids.length > 0) await callbacks.register(ids, callback, caller.scope, req.id);
     }
     const items = entries.map((entry): BatchItemReply =>
-      'problem' in entry ? { status: entry.problem.status, problem: entry.problem } : { status: isFinal(entry.view) ? 200 : 202, job: entry.view },
+      'problem' in entry ? { status: entry.problem.status, problem: entry.problem } : { status: isFinal(entry.view) ? 200 : 202, job: tags ? { ...entry.view, tags } : entry.view },
     );
     reply.header('server-timing', timing.toString());
     reply.status(items.every((item) => item.status !== 202) ? 200 : 202);

@@ -99,6 +99,7 @@ export function jobViewSchema(type: JsonSchema, result: JsonSchema): JsonSchema 
       },
       error: { ...schemaRef('JobFailure'), description: 'Failed, cancelled and expired jobs only.' },
       cached: { type: 'boolean', description: 'Served from the result cache.' },
+      tags: { type: 'array', items: { type: 'string' }, description: 'The tags the caller gave the job (`Job-Tags`); absent without any.' },
       attempts: { type: 'integer', minimum: 0 },
       createdAt: timestamp,
       startedAt: timestamp,

@@ -6,6 +6,7 @@ export const API_ERRORS = {
   WEBHOOKS_DISABLED: { status: 400, title: 'Webhooks are off' },
   INVALID_IDEMPOTENCY_KEY: { status: 400, title: 'Invalid Idempotency-Key' },
   INVALID_HEADER: { status: 400, title: 'Invalid header' },
+  INVALID_QUERY: { status: 400, title: 'Invalid query' },
   UNAUTHORIZED: { status: 401, title: 'Unauthorized' },
   FORBIDDEN: { status: 403, title: 'Forbidden' },
   NOT_FOUND: { status: 404, title: 'Not found' },

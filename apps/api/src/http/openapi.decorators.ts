@@ -73,6 +73,17 @@ const ApiStartWithin = (): MethodDecorator & ClassDecorator =>
     schema: { type: 'string', pattern: '^\\d{1,9}(\\.\\d{1,3})?$' },
   });
 
+/** `Job-Tags: order:42, export`: the caller's tags for the job (docs/api.md#listing-jobs). */
+const ApiJobTags = (): MethodDecorator & ClassDecorator =>
+  ApiHeader({
+    name: 'Job-Tags',
+    required: false,
+    description:
+      'Up to 10 comma-separated tags of up to 64 characters each (letters, digits and `_ . : / -`, starting with a letter or digit) that the job view shows and `GET /v1/jobs?tag=` filters on. Each caller\'s own: a caller that joins an identical job tags it for itself.',
+    schema: { type: 'string', maxLength: 1000 },
+    example: 'order:42, export',
+  });
+
 /**
  * What a request that submits work (one job, or a batch) may be refused with as a whole. A batch
  * answers over-the-backlog items one by one (see BatchService), a single job as the whole request.
@@ -98,4 +109,4 @@ const SUBMISSION_PROBLEMS: readonly ApiErrorCode[] = [
  * batch), so the two cannot drift apart; `also` adds the route's own problems.
  */
 export const ApiSubmission = (...also: ApiErrorCode[]): MethodDecorator & ClassDecorator =>
-  applyDecorators(ApiPreferWait(), ApiIdempotencyKey(), ApiCallbackUrl(), ApiStartWithin(), ApiProblems(...SUBMISSION_PROBLEMS, ...also));
+  applyDecorators(ApiPreferWait(), ApiIdempotencyKey(), ApiCallbackUrl(), ApiStartWithin(), ApiJobTags(), ApiProblems(...SUBMISSION_PROBLEMS, ...also));

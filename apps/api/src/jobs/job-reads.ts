@@ -53,9 +53,10 @@ export class JobReads {
    */
   async getFor(id: string, scope: string): Promise<JobView> {
     this.assertRedisUp();
-    const [view, owns] = await Promise.all([this.store.view(id), this.owners.owns(id, scope)]);
+    const [view, owns, tags] = await Promise.all([this.store.view(id), this.owners.owns(id, scope), this.owners.tagsOf(id, scope)]);
     if (!view || !owns) throw new ApiError('JOB_NOT_FOUND', `No job with id "${id}"`);
-    return view;
+    // why a copy: a cached view is shared by every caller.
+    return tags ? { ...view, tags } : view;
   }
 
   /**

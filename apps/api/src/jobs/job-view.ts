@@ -17,6 +17,8 @@ export interface JobView {
   files?: FileView[];
   error?: JobFailure;
   cached?: boolean;
+  /** The tags the caller reading it gave it (`Job-Tags`); absent without any. */
+  tags?: string[];
   attempts: number;
   createdAt: string;
   startedAt?: string;

@@ -18,6 +18,7 @@ import { JobStream, sawFinalEvent } from './job-stream';
 import { isFinal, JobView } from './job-view';
 import { JobsService } from './jobs.service';
 import { parsePreferWait } from './prefer-wait';
+import { parseJobTags } from './job-tags';
 import { parseStartWithin } from './start-within';
 import { SubmitHooks } from './submit-hooks';
 
@@ -71,16 +72,19 @@ export class JobsController {
     const { callbacks, idempotency } = this.hooks;
     const callback = callbacks.accept(headers['callback-url'] as string | undefined, scope);
     const timing = new ServerTiming();
+    const tags = parseJobTags(headers['job-tags']);
     const { body, files } = await this.bodyOf(type, req);
-    const view = await this.jobs.submit(type, body, {
+    const submitted = await this.jobs.submit(type, body, {
       scope,
       waitSeconds: parsePreferWait(headers.prefer, this.config.maxWaitSeconds),
-      submission: { requestId: req.id, startWithinMs: parseStartWithin(headers['start-within']) },
+      submission: { requestId: req.id, startWithinMs: parseStartWithin(headers['start-within']), tags },
       timing,
       idempotency: idempotency.keyOf(headers['idempotency-key'], scope),
       callbackUrl: callback,
       files,
     });
+    // why a copy: a cached view is shared by every caller.
+    const view = tags ? { ...submitted, tags } : submitted;
     if (callback) await callbacks.register([view.id], callback, scope, req.id);
     if (isFinal(view)) reply.code(200).header('server-timing', timing.toString());
     else reply.code(202).headers({ 'server-timing': timing.toString(), location: `/v1/jobs/${view.id}` });

@@ -5,11 +5,13 @@ import { MetricsModule } from '@app/metrics';
 import { Backlog } from './backlog';
 import { JobCancels } from './job-cancels';
 import { JobExpiry } from './job-expiry';
+import { JobListing } from './job-listing';
 import { JobNotices } from './job-notices';
 import { JobOwners } from './job-owners';
 import { JobReads } from './job-reads';
 import { JobStore } from './job-store';
 import { JobsController } from './jobs.controller';
+import { ListingController } from './listing.controller';
 import { JobsService } from './jobs.service';
 import { QueueMetrics } from './queue.metrics';
 import { ReplicaAck } from './replica-ack';
@@ -23,7 +25,7 @@ import { SubmissionMetrics } from './submission.metrics';
  */
 @Module({
   imports: [CacheModule, MetricsModule],
-  controllers: [JobsController],
+  controllers: [JobsController, ListingController],
   providers: [
     Lifecycle,
     JobNotices,
@@ -37,6 +39,7 @@ import { SubmissionMetrics } from './submission.metrics';
     JobReads,
     JobCancels,
     JobExpiry,
+    JobListing,
     QueueMetrics,
     SubmissionMetrics,
   ],

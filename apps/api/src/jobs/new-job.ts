@@ -13,6 +13,8 @@ export interface Submission {
   readonly requestId?: string;
   /** Its `Start-Within`, in ms; undefined: the type's `startWithinMs`, if any (see startDeadline). */
   readonly startWithinMs?: number;
+  /** Its `Job-Tags`: the caller's tags for the jobs it gets (see JobOwners.add). */
+  readonly tags?: readonly string[];
 }
 
 /** The start deadline (epoch ms) of the jobs a submission of `def` adds `now`, or undefined: none. */

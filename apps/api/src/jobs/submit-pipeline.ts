@@ -60,6 +60,7 @@ export class SubmitPipeline {
 
   async accept(def: JobDefinition, jobs: readonly PreparedJob[], options: AcceptOptions): Promise<Outcome[]> {
     const outcomes = new Array<Outcome>(jobs.length);
+    const tags = options.submission.tags ?? [];
     const { shares } = this.hooks;
     const caller = shares.callerOf(options.scope);
     // why beside the cache lookup: the caller's count costs no round trip of its own.
@@ -74,7 +75,7 @@ export class SubmitPipeline {
     // The caller may read a cached result by its id from now on, like the caller whose job produced it.
     const hits = cached.filter((hit) => hit !== undefined);
     if (work.length === 0) {
-      await this.owners.add(def.queue, [], options.scope, hits);
+      await this.owners.add(def.queue, [], options.scope, hits, tags);
       return outcomes;
     }
 
@@ -96,7 +97,7 @@ export class SubmitPipeline {
     }
     const adding = work.slice(0, admitted).map((i) => ({ i, id: options.idFor?.(i) ?? randomUUID() }));
     if (adding.length === 0) {
-      await this.owners.add(def.queue, [], options.scope, hits);
+      await this.owners.add(def.queue, [], options.scope, hits, tags);
       return outcomes;
     }
 
@@ -131,7 +132,7 @@ export class SubmitPipeline {
     const newJobs = adding.map(({ i, id }) => newJob(jobs[i], id, options.submission, this.config.jobRetentionSeconds, startBy, caller));
     const [added] = await Promise.all([
       newJobs.length === 1 ? submitter.add(newJobs[0].name, newJobs[0].data, newJobs[0].opts).then((job) => [job]) : submitter.addBulk(newJobs),
-      this.owners.add(def.queue, ids, options.scope, hits),
+      this.owners.add(def.queue, ids, options.scope, hits, tags),
       ...alongside,
     ]).catch(closeAll);
     if (caller !== undefined) {
@@ -170,8 +171,8 @@ export class SubmitPipeline {
       // left a set for 7 days).
       const joinMark = this.replicas.mark(queue);
       await Promise.all([
-        this.owners.add(def.queue, joined, options.scope),
-        this.owners.forget(def.queue, unused),
+        this.owners.add(def.queue, joined, options.scope, [], tags),
+        this.owners.forget(def.queue, unused, options.scope, tags),
         ...joined.map((id) => extendDeadline(this.redis, deadlines, id, startBy ?? NO_DEADLINE)),
         ...(startBy !== undefined && unused.length > 0 ? [this.redis.zrem(deadlines, ...unused)] : []),
         ...(options.wait ? [...joined.map((id) => this.notices.register(def.queue, id, connection)), this.notices.forget(def.queue, unused, connection)] : []),

@@ -4,7 +4,7 @@ import { ResultCache } from '@app/cache';
 import { CONFIG, type Config } from '@app/config';
 import { CodedJobError, isRetried, JobFailureCode, JobRegistry, knownVersions, parseFailure, runnerOf } from '@app/jobs';
 import { type Logger, LOGGER } from '@app/logging';
-import { ownersKey, pastDeadline, queuePrefix, startDeadlinesKey } from '@app/queue';
+import { listUntil, ownersKey, pastDeadline, queuePrefix, startDeadlinesKey, SWEEP_GRACE_SECONDS } from '@app/queue';
 import type { RedisClient } from '@app/redis';
 import { SPAN_ATTRIBUTES, type Tracing, TRACING } from '@app/tracing';
 import { JobPool, type RunOptions } from '../pool/job-pool';
@@ -163,12 +163,15 @@ export class JobProcessor implements OnApplicationBootstrap {
 
   /**
    * Gives a finished job's owner set (see the API's JobOwners) the lifetime of what stays readable:
-   * the job for JOB_RETENTION_SECONDS, its cached result for the type's TTL. why here and unawaited:
-   * sent on the connection that finishes the job, it is applied before the job is; a missing set
-   * (no API keys) costs one no-op command.
+   * the job for JOB_RETENTION_SECONDS, its cached result for the type's TTL; the listing forgets the
+   * job then (libs/queue/src/job-index.ts), and the owners stay SWEEP_GRACE_SECONDS longer for it.
+   * why here and unawaited: sent on the connection that finishes the job, they are applied before
+   * the job is; a missing set (no API keys) costs one no-op command. A fan-out chunk is nobody's: not listed.
    */
   private ownersOutlive(job: QueueJob, seconds: number): void {
-    void this.redis.expire(ownersKey(this.config.redisPrefix, job.queueName, job.id!), seconds).catch(() => undefined);
+    const prefix = this.config.redisPrefix;
+    void this.redis.expire(ownersKey(prefix, job.queueName, job.id!), seconds + SWEEP_GRACE_SECONDS).catch(() => undefined);
+    if (job.data.parent === undefined) void listUntil(this.redis, prefix, job.queueName, job.id!, Date.now() + seconds * 1000).catch(() => undefined);
   }
 
   /**
