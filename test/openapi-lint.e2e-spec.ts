@@ -69,10 +69,10 @@ describe('OpenAPI document lint', () => {
     expect(rules).toEqual(expect.arrayContaining(['no-empty-servers', 'operation-summary', 'no-unused-components']));
   });
 
-  it('declares the keys on /v1 only when API_KEYS is set, and the probes and /metrics open', () => {
+  it('declares the keys on /v1 and /admin only when API_KEYS is set, and the probes and /metrics open', () => {
     const either = [{ bearer: [] }, { apiKey: [] }];
     for (const { path, method, op } of operationsOf(docs.keyed)) {
-      expect({ path, method, security: op.security }).toEqual({ path, method, security: path.startsWith('/v1/') ? either : [] });
+      expect({ path, method, security: op.security }).toEqual({ path, method, security: /^\/(v1|admin)\//.test(path) ? either : [] });
     }
     expect(Object.keys(docs.keyed.components.securitySchemes ?? {}).sort()).toEqual(['apiKey', 'bearer']);
     for (const path of ['/health/live', '/health/ready', '/metrics']) expect(docs.keyed.paths[path].get.security).toEqual([]);

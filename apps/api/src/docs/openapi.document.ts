@@ -12,6 +12,7 @@ const DESCRIPTION = `CPU jobs off the event loop: submit a job, then read, strea
 
 Every \`/v1\` route needs an API key when the server has \`API_KEYS\` set: \`Authorization: Bearer <key>\`
 or \`x-api-key: <key>\` (use **Authorize** to try them here); an admin key (\`ADMIN_API_KEYS\`) gets 403.
+\`/admin\` routes take admin keys only, in the same headers, once either is set.
 An address that sent ${AUTH_FAILURES_PER_MINUTE} wrong keys gets 429 with \`Retry-After\` for its wrong keys until its
 tries refill (${AUTH_FAILURES_PER_MINUTE} a minute); right keys are served meanwhile. Errors are \`application/problem+json\` with a
 stable \`code\`. Each response carries \`x-request-id\` (yours, when you send a plain token).`;
@@ -29,8 +30,10 @@ const KEY_PROBLEMS: ApiErrorCode[] = ['UNAUTHORIZED', 'FORBIDDEN'];
  * @nestjs/swagger), job types from the registry (one path per type for routes with `{type}`), error
  * shapes from API_ERRORS, and the API keys only when `API_KEYS` is set (what the server enforces).
  */
-export function buildOpenApiDocument(app: INestApplication, registry: JobRegistry, config: Pick<Config, 'apiKeys'>): OpenAPIObject {
+export function buildOpenApiDocument(app: INestApplication, registry: JobRegistry, config: Pick<Config, 'apiKeys' | 'adminApiKeys'>): OpenAPIObject {
   const keyed = config.apiKeys.length > 0;
+  // As registerAdminAccess guards /admin/*: admin keys only, once either kind of key is set.
+  const adminKeyed = keyed || config.adminApiKeys.length > 0;
   const builder = new DocumentBuilder()
     .setOpenAPIVersion('3.1.0')
     .setTitle('nest-offload')
@@ -38,7 +41,7 @@ export function buildOpenApiDocument(app: INestApplication, registry: JobRegistr
     .setVersion('1')
     // why '/': the document is served by the API it describes; an empty `servers` list is invalid.
     .addServer('/');
-  if (keyed) {
+  if (adminKeyed) {
     builder
       .addBearerAuth({ type: 'http', scheme: 'bearer', description: 'An API key from `API_KEYS`.' }, 'bearer')
       .addApiKey({ type: 'apiKey', in: 'header', name: 'x-api-key', description: 'The same key, in its own header.' }, 'apiKey');
@@ -49,15 +52,16 @@ export function buildOpenApiDocument(app: INestApplication, registry: JobRegistr
   document.components = { ...document.components, schemas: { ...document.components?.schemas, ...COMMON_SCHEMAS, ...jobTypeSchemas(registry) } as never };
   expandJobTypePaths(document, registry);
   // why an OR of the two schemes: the middleware accepts either header.
-  const required = keyed ? [{ bearer: [] }, { apiKey: [] }] : [];
-  const problems = keyed ? [...KEY_PROBLEMS, ...V1_PROBLEMS] : V1_PROBLEMS;
+  const either = [{ bearer: [] }, { apiKey: [] }];
   for (const [path, item] of Object.entries(document.paths)) {
     const v1 = path.startsWith('/v1/');
+    const admin = path.startsWith('/admin/');
+    const guarded = (v1 && keyed) || (admin && adminKeyed);
     for (const operation of Object.values(item) as Array<{ security?: unknown; responses?: Record<string, unknown> }>) {
       if (!operation?.responses) continue;
-      // why on every operation, `[]` too: the keys guard /v1 only, and the rest says it is open.
-      operation.security = v1 ? required : [];
-      if (!v1) continue;
+      // why on every operation, `[]` too: the keys guard /v1 and /admin only, and the rest says it is open.
+      operation.security = guarded ? either : [];
+      const problems = [...(guarded ? KEY_PROBLEMS : []), ...(v1 ? V1_PROBLEMS : [])];
       for (const code of problems) {
         const { status, ...response } = problemResponse(API_ERRORS[code].status, [code]);
         operation.responses[status] ??= response;

@@ -66,7 +66,7 @@ export class ListingController {
   @ListingFilters()
   @ApiQuery({ name: 'caller', required: false, description: 'The name of an API key (`API_KEYS`): only its jobs.', schema: { type: 'string', pattern: KEY_NAME.source } })
   @ApiResponse({ status: 200, description: 'A page.', content: PAGE })
-  @ApiProblems('INVALID_QUERY', 'UNAUTHORIZED', 'FORBIDDEN', 'QUEUE_UNAVAILABLE')
+  @ApiProblems('INVALID_QUERY', 'QUEUE_UNAVAILABLE')
   any(@Query() query: Record<string, unknown>): Promise<ListingPage> {
     const caller = query.caller;
     if (caller !== undefined && (typeof caller !== 'string' || !KEY_NAME.test(caller))) throw new ApiError('INVALID_QUERY', 'caller: the name of an API key');
