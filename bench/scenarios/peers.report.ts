@@ -154,14 +154,15 @@ export function peersReport({ opts, rounds, iterations, replicaCounts, redisCoun
     `CPU ms per trivial job of each process (/proc schedstat, over a ${o.durationS} s leg at ${o.callers} callers; APIs: all replicas of the leg together) ` +
       `and Redis commands per job (INFO commandstats, scripts' inner commands included)${redisCounted ? '' : ' — Redis not counted: a shared server'}; one caller's p50 / p99; medians of the rounds:`,
     '',
-    '| Side | APIs | jobs/s | APIs | worker | Redis | fleet | Redis commands | p50 / p99 |',
-    '|---|---|---|---|---|---|---|---|---|',
+    '| Side | APIs | jobs/s | APIs | worker | Redis | fleet | Redis commands | p50 / p99 | failed jobs (all rounds) |',
+    '|---|---|---|---|---|---|---|---|---|---|',
   ];
   for (const n of replicaCounts) {
     for (const k of ['template', 'inline', 'guarded', 'peer'] as const) {
       if (k === 'peer' && n > 1) continue;
       const f = (x: string) => cell(`${k}.${n}.${x}`);
-      perProcess.push(`| ${label[k]} | ${n} | ${f('jobsPerS')} | ${f('cpu.apis')} | ${f('cpu.worker')} | ${f('cpu.redis')} | ${f('cpu.fleet')} | ${f('commands')} | ${f('p50')} / ${f('p99')} ms |`);
+      const failed = r(`${k}.${n}.failed`).values.reduce((a, b) => a + b, 0);
+      perProcess.push(`| ${label[k]} | ${n} | ${f('jobsPerS')} | ${f('cpu.apis')} | ${f('cpu.worker')} | ${f('cpu.redis')} | ${f('cpu.fleet')} | ${f('commands')} | ${f('p50')} / ${f('p99')} ms | ${failed} |`);
     }
   }
   perProcess.push(

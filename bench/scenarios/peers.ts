@@ -156,7 +156,9 @@ export class PeersScenario implements Scenario<ScenarioReport> {
       for (const s of sides) {
         step(`${s.label}, ${at}: ${o.sequential} trivial jobs, one caller`);
         const run = await closedLoop({ concurrency: 1, total: o.sequential, task: (i) => this.submitTo(s, i % n, 1, s.trivial, nextTrivial()) });
-        if (run.errors.length > 0) throw new Error(`${s.label}: ${run.errors[0]}`);
+        // why tolerated up to 1%: see `trivial`.
+        if (run.errors.length > 0) this.ctx.progress.log(`  ${s.label}, ${at}, one caller: ${run.errors.length} of ${o.sequential} jobs failed; first: ${run.errors[0]}`);
+        if (run.errors.length > 0.01 * o.sequential) throw new Error(`${s.label}: ${run.errors[0]}`);
         const latency = summarize(run.latencies);
         this.rounds.add(`${s.key}.${n}.p50`, latency.p50);
         this.rounds.add(`${s.key}.${n}.p99`, latency.p99);
@@ -264,9 +266,13 @@ export class PeersScenario implements Scenario<ScenarioReport> {
     const before = await this.counters(side, n);
     const run = await closedLoop({ concurrency: o.callers, durationMs: o.durationS * 1000, task: (i) => this.submitTo(side, i % n, Math.ceil(o.callers / n), side.trivial, nextTrivial()) });
     const after = await this.counters(side, n);
-    if (run.errors.length > 0) throw new Error(`${side.label}: ${run.errors[0]}`);
-    const jobs = run.results.length;
     const k = `${side.key}.${n}`;
+    // why tolerate a few: on a host loaded by other work an inline job's 100 ms (wall clock, on the
+    // worker's loop) can run out; they are counted and shown, and more than 1% fails the run.
+    this.rounds.add(`${k}.failed`, run.errors.length);
+    if (run.errors.length > 0) this.ctx.progress.log(`  ${side.label}, ${n} API(s): ${run.errors.length} of ${run.errors.length + run.results.length} jobs failed; first: ${run.errors[0]}`);
+    if (run.errors.length > 0.01 * (run.errors.length + run.results.length)) throw new Error(`${side.label}: ${run.errors[0]}`);
+    const jobs = run.results.length;
     const per = (figure: 'apis' | 'worker' | 'redis' | 'commands') => (after[figure] - before[figure]) / jobs;
     this.rounds.add(`${k}.jobsPerS`, jobs / (run.elapsedMs / 1000));
     this.rounds.add(`${k}.cpu.apis`, per('apis'));
