@@ -227,6 +227,66 @@ describe('file inputs', () => {
     expect(await keysOf(stack.store)).toEqual(before);
   });
 
+  ifPresent('uploads').describe.each(['file', 's3'] as const)('uploads, into the %s store', (kind) => {
+    /** A submission that names upload `id` for the file `file` instead of sending it. */
+    const naming = (input: unknown, id: string) => {
+      const body = new FormData();
+      body.set('input', JSON.stringify(input));
+      body.set('file', id);
+      return body;
+    };
+    const start = (bytes: number, headers = ALICE) =>
+      request(`${stacks[kind]!.api.url}/v1/uploads`, { method: 'POST', json: { type: 'file-echo', file: 'file', bytes }, headers });
+    const put = (url: string, bytes: Buffer) =>
+      kind === 's3'
+        ? fetch(url, { method: 'PUT', body: new Uint8Array(bytes) })
+        : fetch(`${stacks[kind]!.api.url}${url}`, { method: 'PUT', body: new Uint8Array(bytes), headers: { ...ALICE, 'content-type': 'application/octet-stream' } });
+
+    it("takes a file PUT to the upload's url; a submission of its owner that names it runs on it, once", async () => {
+      const stack = stacks[kind]!;
+      const bytes = png(40_000);
+      const created = await start(bytes.length);
+      expect([created.status, created.body.method, Date.parse(created.body.expiresAt) > Date.now() + 3000 * 1000]).toEqual([201, 'PUT', true]);
+      const { id, url } = created.body as { id: string; url: string };
+      // S3: a presigned URL of the store, the bytes never pass through the API; a file store: the API's own route.
+      expect(url).toEqual(kind === 's3' ? expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+\/nest-offload-test\/jobs\/uploads\//) : `/v1/uploads/${id}`);
+      expect((await put(url, bytes)).status).toBe(kind === 's3' ? 200 : 204);
+      const bob = await post(stack, 'file-echo', naming({ label: 'up' }, id), BOB);
+      expect([bob.status, bob.body.code]).toEqual([404, 'UPLOAD_NOT_FOUND']);
+      const reply = await post(stack, 'file-echo', naming({ label: 'up' }, id), { prefer: 'wait=20' });
+      expect([reply.status, reply.body.status, reply.body.result]).toEqual([200, 'completed', { label: 'up', bytes: bytes.length, contentType: 'image/png', sha256: sha256(bytes) }]);
+      const again = await post(stack, 'file-echo', naming({ label: 'up again' }, id));
+      expect([again.status, again.body.code]).toEqual([404, 'UPLOAD_NOT_FOUND']);
+      const keys = await keysOf(stack.store);
+      expect([keys.filter((key) => key.startsWith('uploads/')), keys.includes(blobKeyOf(sha256(bytes)))]).toEqual([[], true]);
+    });
+
+    it('refuses a file over the limit or of another type, leaving nothing, and an upload not received yet', async () => {
+      const stack = stacks[kind]!;
+      const over = await start(64 * 1024 + 1);
+      expect([over.status, over.body.code]).toEqual([413, 'PAYLOAD_TOO_LARGE']);
+      const before = (await keysOf(stack.store)).filter((key) => !key.startsWith('uploads/'));
+      const html = await start(64);
+      const early = await post(stack, 'file-echo', naming({}, html.body.id));
+      expect([early.status, early.body.code]).toEqual([400, 'INVALID_INPUT']);
+      // Through the API (file store) the PUT itself is refused; S3 takes any bytes, and the submission refuses them.
+      const sent = await put(html.body.url, Buffer.from('<html><script>alert(1)</script></html>'.padEnd(64)));
+      expect(sent.status).toBe(kind === 'file' ? 415 : 200);
+      const refused = await post(stack, 'file-echo', naming({}, html.body.id));
+      expect([refused.status, refused.body.code]).toEqual(kind === 'file' ? [400, 'INVALID_INPUT'] : [415, 'UNSUPPORTED_MEDIA_TYPE']);
+      const big = await start(1000);
+      if (kind === 'file') expect((await put(big.body.url, png(64 * 1024 + 10))).status).toBe(413);
+      else await put(big.body.url, png(64 * 1024 + 10));
+      const tooBig = await post(stack, 'file-echo', naming({}, big.body.id));
+      expect(tooBig.status).toBe(kind === 'file' ? 400 : 413);
+      const keys = await keysOf(stack.store);
+      expect(keys.filter((key) => !key.startsWith('uploads/'))).toEqual(before);
+      expect(keys.filter((key) => key.endsWith(html.body.id) || key.endsWith(big.body.id))).toEqual([]);
+      const unknown = await post(stack, 'file-echo', naming({}, 'zz-00000000000000000000000000000000'));
+      expect([unknown.status, unknown.body.code]).toEqual([404, 'UPLOAD_NOT_FOUND']);
+    });
+  });
+
   ifPresent('batch').it('refuses a batch of a type that takes files (its items would have none)', async () => {
     const reply = await request(`${stacks.file!.api.url}/v1/jobs/file-echo/batch`, { method: 'POST', json: { items: [{ label: 'x' }] }, headers: ALICE });
     expect([reply.status, reply.body.code]).toEqual([415, 'UNSUPPORTED_MEDIA_TYPE']);

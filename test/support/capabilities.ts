@@ -31,6 +31,8 @@ export const CAPABILITIES = {
   'queue-dashboard': { folder: 'apps/api/src/queue-dashboard', module: 'QueueDashboardModule', wiredIn: [API], tests: ['test/dashboard.e2e-spec.ts'] },
   // why no tests of its own: its cases share test/tenancy.e2e-spec.ts's stack with API keys (written ifPresent('fair-share')).
   'fair-share': { folder: 'apps/api/src/fair-share', module: 'FairShareModule', wiredIn: [API], tests: [] },
+  // why no tests of its own: its cases share test/files.e2e-spec.ts's stacks (written ifPresent('uploads')).
+  uploads: { folder: 'apps/api/src/uploads', module: 'UploadsModule', wiredIn: [API], tests: [] },
   tracing: { folder: 'libs/otel', module: 'OtelTracingModule', wiredIn: [API, WORKER], tests: ['test/tracing.e2e-spec.ts'] },
 } as const satisfies Record<string, Capability>;
 

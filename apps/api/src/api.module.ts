@@ -24,6 +24,7 @@ import { QUEUE_REDIS } from './queues/queue.providers';
 import { QueueDashboardModule } from './queue-dashboard/queue-dashboard.module';
 import { QueuesModule } from './queues/queues.module';
 import { SchedulesModule } from './schedules/schedules.module';
+import { UploadsModule } from './uploads/uploads.module';
 import { AccessMiddleware } from './security/access.middleware';
 import { WebhooksModule } from './webhooks/webhooks.module';
 
@@ -60,6 +61,7 @@ export class ApiModule implements NestModule {
         WebhooksModule,
         SchedulesModule,
         FairShareModule,
+        UploadsModule,
         ...(config.demo ? [DemoModule] : []),
         ...(config.apiDocs ? [ApiDocsModule] : []),
         ...(config.queueDashboard ? [QueueDashboardModule] : []),

@@ -7,7 +7,7 @@ const FIELDS = [
   'maxBacklog', 'maxWaitSeconds', 'idempotencyTtlSeconds', 'batchMaxItems', 'requestTimeoutMs', 'bodyLimit', 'logLevel', 'logFormat',
   'chaosJobs', 'demo', 'apiKeys', 'adminApiKeys', 'callerConcurrency', 'callerMaxQueued', 'callerLimits', 'rateLimitPerMinute', 'rateLimitBurst',
   'trustedProxies', 'trustedProxyHops', 'redisEvictionCheck', 'apiDocs',
-  'queueDashboard', 'queueDashboardReadOnly', 'webhooks', 'otel', 'blobStore',
+  'queueDashboard', 'queueDashboardReadOnly', 'webhooks', 'otel', 'blobStore', 'uploadTtlSeconds',
 ] as const satisfies readonly (keyof Config)[];
 
 // why a type as well: the field names at run time come from fieldOf, the types' from FieldOf; both must agree.

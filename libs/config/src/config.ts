@@ -309,6 +309,8 @@ const schema = z.object({
   BLOB_STORE_URL: z.string().trim().optional(),
   /** Lets NODE_ENV=production use a file:// BLOB_STORE_URL (a directory every API and worker replica mounts). */
   BLOB_STORE_ALLOW_FILE: bool.default(false),
+  /** How long an upload (POST /v1/uploads) waits for its bytes and its submission; its object is removed after. */
+  UPLOAD_TTL_SECONDS: int(60, 7 * 24 * 3600).default(3600),
 });
 
 type Variables = z.output<typeof schema>;

@@ -1,5 +1,5 @@
 export type { JobData } from './job-data';
-export { BULL_STRUCTURES, bullKey, childJobId, fairKey, jobTagsKey, listingEndsKey, listingKey, noticeChannel, ownersKey, queueKeys, queuePrefix, SCHEDULED_JOB_ID, scheduledJobId, schedulerId, watchersKey, WEBHOOK_QUEUE, webhookDeliveryId } from './queue.keys';
+export { BULL_STRUCTURES, bullKey, childJobId, fairKey, jobTagsKey, listingEndsKey, listingKey, noticeChannel, ownersKey, queueKeys, queuePrefix, SCHEDULED_JOB_ID, scheduledJobId, schedulerId, uploadKey, watchersKey, WEBHOOK_QUEUE, webhookDeliveryId } from './queue.keys';
 export { jobOptions } from './job-options';
 export { checkSchedules, nextRunOf, scheduledJob } from './schedules';
 export type { ScheduledJob } from './schedules';

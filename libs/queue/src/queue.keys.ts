@@ -160,3 +160,11 @@ export function queueKeys(prefix: string) {
 }
 
 export type QueueKeys = ReturnType<typeof queueKeys>;
+
+/**
+ * The record of upload `id` (POST /v1/uploads): whose it is, for which declared file, and the file
+ * once it arrived through the API. It expires with the upload.
+ */
+export function uploadKey(prefix: string, id: string): string {
+  return `${prefix}:upload:${id}`;
+}

@@ -1,13 +1,14 @@
-import { createHash, randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
-import { Transform, type TransformCallback } from 'node:stream';
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Optional } from '@nestjs/common';
 import Busboy, { type BusboyFileStream } from '@fastify/busboy';
-import { BLOB_STORE, type BlobStore, type FileRef, isBlobStoreError, promote, stagingKeyOf } from '@app/blobs';
+import { BLOB_STORE, type BlobStore, type FileRef, isBlobStoreError, promote } from '@app/blobs';
 import { CONFIG, type Config } from '@app/config';
-import { type FileInput, type JobDefinition, sniff, SNIFF_BYTES } from '@app/jobs';
+import type { JobDefinition } from '@app/jobs';
 import { ApiError } from '../http/api-error';
 import { validInput } from '../jobs/job-input';
+import { callerOf } from '../security/caller';
+import { refuse, type Staged, stageFile } from './file-meter';
+import { UPLOAD_CLAIMS, type UploadClaims } from './upload-claims';
 
 /** A multipart submission as read: the `input` part parsed, each declared file stored under its hash. */
 export interface Intake {
@@ -15,16 +16,6 @@ export interface Intake {
   files: Record<string, FileRef>;
 }
 
-/** A file received whole into its staging object. */
-interface Staged extends FileRef {
-  name: string;
-  staging: string;
-}
-
-// why close the connection on a refusal: the client may still be sending a large body; reading it
-// all only to drop it costs the bandwidth the limit was there to save.
-const refuse = (code: 'PAYLOAD_TOO_LARGE' | 'UNSUPPORTED_MEDIA_TYPE' | 'MALFORMED_REQUEST' | 'INVALID_INPUT', detail: string) =>
-  new ApiError(code, detail, { headers: { connection: 'close' } });
 
 /** JSON.parse that refuses what the JSON body parser refuses: keys that would set a prototype. */
 function parseInput(text: string): unknown {
@@ -40,7 +31,8 @@ function parseInput(text: string): unknown {
 
 /**
  * Reads `multipart/form-data` submissions of types that take files: one part `input` (the JSON
- * input), one part per declared file. Each file streams into the blob store while it is hashed
+ * input), one part per declared file: the file itself, or a field holding the id of an upload
+ * (POST /v1/uploads) of the caller's, when the uploads capability is there (see UploadClaims). Each file streams into the blob store while it is hashed
  * (SHA-256), measured and sniffed; nothing holds a whole file in memory. A file over its limit is
  * cut off there (413), one of another type than its declaration accepts, by its first bytes, is
  * refused (415); a client that stalls is cut off by REQUEST_TIMEOUT_MS (the server's). Every file
@@ -52,6 +44,7 @@ export class FileIntake {
   constructor(
     @Inject(BLOB_STORE) private readonly store: BlobStore | null,
     @Inject(CONFIG) private readonly config: Config,
+    @Optional() @Inject(UPLOAD_CLAIMS) private readonly uploads: UploadClaims | null = null,
   ) {}
 
   async read(def: JobDefinition, req: IncomingMessage): Promise<Intake> {
@@ -60,6 +53,8 @@ export class FileIntake {
     const declared = Object.entries(def.files);
     const abort = new AbortController();
     const staged: Staged[] = [];
+    /** Files named by an upload's id (a field part, not a file part): see UploadClaims. */
+    const named: Array<{ name: string; upload: string }> = [];
     const writes: Array<Promise<unknown>> = [];
     let input: string | undefined;
     let refusal: unknown;
@@ -96,6 +91,11 @@ export class FileIntake {
       bb.on('field', (name: string, value: string, _nameTruncated: boolean, valueTruncated: boolean) => {
         try {
           once(name);
+          if (def.files[name]) {
+            if (!this.uploads) throw refuse('INVALID_INPUT', `The part "${name}" must be the file itself (a part with a filename): this service takes no uploads`);
+            named.push({ name, upload: value.trim() });
+            return;
+          }
           if (name !== 'input') throw this.unknownPart(def, name);
           if (valueTruncated) throw refuse('PAYLOAD_TOO_LARGE', `The "input" part is larger than BODY_LIMIT (${this.config.bodyLimit} bytes)`);
           input = value;
@@ -118,9 +118,8 @@ export class FileIntake {
             stream.on('end', () => (input = Buffer.concat(chunks).toString('utf8')));
             return;
           }
-          const file = def.files[name];
-          if (!file) throw this.unknownPart(def, name);
-          writes.push(this.stage(store, def, name, file, stream, abort.signal, fail).then((s) => staged.push(s), fail));
+          if (!def.files[name]) throw this.unknownPart(def, name);
+          writes.push(stageFile(store, def, name, stream, abort.signal, fail).then((s) => staged.push(s), fail));
         } catch (error) {
           stream.resume();
           fail(error);
@@ -145,7 +144,7 @@ export class FileIntake {
       await Promise.all(writes);
       if (refusal) throw refusal;
       if (input === undefined) throw refuse('INVALID_INPUT', `A multipart submission of "${def.name}" needs a part named "input" holding its JSON input`);
-      const missing = declared.filter(([name]) => !staged.some((s) => s.name === name)).map(([name]) => name);
+      const missing = declared.filter(([name]) => !staged.some((s) => s.name === name) && !named.some((n) => n.name === name)).map(([name]) => name);
       if (missing.length > 0) {
         throw new ApiError('INVALID_INPUT', `"${def.name}" needs the file(s) ${missing.join(', ')}`, {
           errors: missing.map((name) => ({ field: name, message: 'required file part missing' })),
@@ -155,67 +154,14 @@ export class FileIntake {
       validInput(def, body);
       // Only now, with the whole body read and accepted, do the files take their content addresses.
       for (const file of staged) await promote(store, file.staging, file.sha256);
-      return { body, files: Object.fromEntries(staged.map(({ name, sha256, bytes, contentType }) => [name, { sha256, bytes, contentType }])) };
+      const files: Record<string, FileRef> = Object.fromEntries(staged.map(({ name, sha256, bytes, contentType }) => [name, { sha256, bytes, contentType }]));
+      for (const { name, upload } of named) files[name] = await this.uploads!.claim(upload, callerOf(req).scope, def, name);
+      return { body, files };
     } catch (error) {
       await Promise.allSettled(writes);
       await store.delete(staged.map((s) => s.staging)).catch(() => undefined);
       throw isBlobStoreError(error) ? this.storeDown(store) : error;
     }
-  }
-
-  /** Streams one file part into a staging object, hashing, measuring and sniffing it on the way. */
-  private async stage(store: BlobStore, def: JobDefinition, name: string, file: FileInput, source: BusboyFileStream, signal: AbortSignal, fail: (e: unknown) => void): Promise<Staged> {
-    const hash = createHash('sha256');
-    let bytes = 0;
-    let head: Buffer = Buffer.alloc(0);
-    let contentType: string | undefined;
-    const check = () => {
-      const type = sniff(head);
-      if (!type || !file.accept.includes(type)) {
-        throw refuse('UNSUPPORTED_MEDIA_TYPE', `The file "${name}" is ${type ?? 'of a type this service does not recognize'}; "${def.name}" accepts ${file.accept.join(', ')} (checked by its content)`);
-      }
-      contentType = type;
-    };
-    const meter = new Transform({
-      transform(chunk: Buffer, _encoding, done: TransformCallback) {
-        bytes += chunk.length;
-        try {
-          if (bytes > file.maxBytes) throw refuse('PAYLOAD_TOO_LARGE', `The file "${name}" is larger than ${file.maxBytes} bytes, the most "${def.name}" takes`);
-          if (contentType === undefined) {
-            head = Buffer.concat([head, chunk.subarray(0, SNIFF_BYTES)]).subarray(0, SNIFF_BYTES);
-            if (head.length >= SNIFF_BYTES) check();
-          }
-        } catch (error) {
-          fail(error);
-          done(error as Error);
-          return;
-        }
-        hash.update(chunk);
-        done(null, chunk);
-      },
-      flush(done: TransformCallback) {
-        try {
-          if (contentType === undefined) check();
-          done();
-        } catch (error) {
-          fail(error);
-          done(error as Error);
-        }
-      },
-    });
-    source.on('error', (error) => meter.destroy(error));
-    // why a listener that does nothing: a refusal reaches the request through `fail`, and aborts the
-    // store's write, which may have stopped listening by the time the meter errors.
-    meter.on('error', () => undefined);
-    source.pipe(meter);
-    const staging = stagingKeyOf(randomUUID());
-    try {
-      await store.write(staging, meter, { signal });
-    } catch (error) {
-      source.resume();
-      throw signal.aborted ? signal.reason : error;
-    }
-    return { name, staging, sha256: hash.digest('hex'), bytes, contentType: contentType! };
   }
 
   private unknownPart(def: JobDefinition, name: string): ApiError {

@@ -13,6 +13,7 @@ export const API_ERRORS = {
   UNKNOWN_JOB_TYPE: { status: 404, title: 'Unknown job type' },
   JOB_NOT_FOUND: { status: 404, title: 'Job not found' },
   FILE_NOT_FOUND: { status: 404, title: 'File not found' },
+  UPLOAD_NOT_FOUND: { status: 404, title: 'Upload not found' },
   JOB_ALREADY_FINISHED: { status: 409, title: 'Job already finished' },
   PAYLOAD_TOO_LARGE: { status: 413, title: 'Payload too large' },
   URI_TOO_LONG: { status: 414, title: 'URI too long' },

@@ -4,7 +4,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import type { Config } from '@app/config';
 import type { Lifecycle } from '@app/health';
 import { requestIdFrom } from '@app/logging';
-import { registerMultipartBody } from '../files/multipart-body';
+import { registerMultipartBody, registerStreamedBody } from '../files/multipart-body';
 import { registerJsonBody } from './json-body';
 import { answerClientError, sendProblem } from './problem.reply';
 import { registerSecurityHeaders } from './security-headers';
@@ -43,4 +43,5 @@ export function configureFastify(fastify: FastifyInstance, config: Config, lifec
   registerSecurityHeaders(fastify);
   registerJsonBody(fastify, config.bodyLimit);
   registerMultipartBody(fastify);
+  registerStreamedBody(fastify);
 }

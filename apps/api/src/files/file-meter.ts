@@ -1,0 +1,98 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { type Readable, Transform, type TransformCallback } from 'node:stream';
+import { type BlobStore, type FileRef, stagingKeyOf } from '@app/blobs';
+import { type FileInput, type JobDefinition, sniff, SNIFF_BYTES } from '@app/jobs';
+import { ApiError } from '../http/api-error';
+
+// why close the connection on a refusal: the client may still be sending a large body; reading it
+// all only to drop it costs the bandwidth the limit was there to save.
+export const refuse = (code: 'PAYLOAD_TOO_LARGE' | 'UNSUPPORTED_MEDIA_TYPE' | 'MALFORMED_REQUEST' | 'INVALID_INPUT', detail: string) =>
+  new ApiError(code, detail, { headers: { connection: 'close' } });
+
+/** A file received whole into its staging object. */
+export interface Staged extends FileRef {
+  name: string;
+  staging: string;
+}
+
+/**
+ * A file passing through on its way to the store: hashed (SHA-256), measured and sniffed. Past the
+ * declared `maxBytes` it errors with 413, and with 415 once its first bytes show a type the
+ * declaration does not accept; `fail` hears the refusal first.
+ */
+export class FileMeter extends Transform {
+  private readonly hash = createHash('sha256');
+  private bytes = 0;
+  private head: Buffer = Buffer.alloc(0);
+  private contentType: string | undefined;
+  private readonly file: FileInput;
+
+  constructor(
+    private readonly def: JobDefinition,
+    private readonly name: string,
+    private readonly fail: (e: unknown) => void,
+  ) {
+    super();
+    this.file = def.files[name];
+  }
+
+  override _transform(chunk: Buffer, _encoding: BufferEncoding, done: TransformCallback): void {
+    this.bytes += chunk.length;
+    try {
+      if (this.bytes > this.file.maxBytes) throw refuse('PAYLOAD_TOO_LARGE', `The file "${this.name}" is larger than ${this.file.maxBytes} bytes, the most "${this.def.name}" takes`);
+      if (this.contentType === undefined) {
+        this.head = Buffer.concat([this.head, chunk.subarray(0, SNIFF_BYTES)]).subarray(0, SNIFF_BYTES);
+        if (this.head.length >= SNIFF_BYTES) this.check();
+      }
+    } catch (error) {
+      this.fail(error);
+      done(error as Error);
+      return;
+    }
+    this.hash.update(chunk);
+    done(null, chunk);
+  }
+
+  override _flush(done: TransformCallback): void {
+    try {
+      if (this.contentType === undefined) this.check();
+      done();
+    } catch (error) {
+      this.fail(error);
+      done(error as Error);
+    }
+  }
+
+  /** The file as it passed, once it all has. */
+  ref(): FileRef {
+    return { sha256: this.hash.digest('hex'), bytes: this.bytes, contentType: this.contentType! };
+  }
+
+  private check(): void {
+    const type = sniff(this.head);
+    if (!type || !this.file.accept.includes(type)) {
+      throw refuse('UNSUPPORTED_MEDIA_TYPE', `The file "${this.name}" is ${type ?? 'of a type this service does not recognize'}; "${this.def.name}" accepts ${this.file.accept.join(', ')} (checked by its content)`);
+    }
+    this.contentType = type;
+  }
+}
+
+/**
+ * Streams one file into `key` (a new staging object by default), hashing, measuring and sniffing
+ * it on the way (see FileMeter): the file as stored, or the refusal, through `fail` too.
+ */
+export async function stageFile(store: BlobStore, def: JobDefinition, name: string, source: Readable, signal: AbortSignal, fail: (e: unknown) => void, key = stagingKeyOf(randomUUID())): Promise<Staged> {
+  const meter = new FileMeter(def, name, fail);
+  source.on('error', (error) => meter.destroy(error));
+  // why a listener that does nothing: a refusal reaches the request through `fail`, and aborts the
+  // store's write, which may have stopped listening by the time the meter errors.
+  meter.on('error', () => undefined);
+  source.pipe(meter);
+  try {
+    await store.write(key, meter, { signal });
+  } catch (error) {
+    source.resume();
+    throw signal.aborted ? signal.reason : error;
+  }
+  return { name, staging: key, ...meter.ref() };
+}
