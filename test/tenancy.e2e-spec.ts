@@ -383,6 +383,11 @@ describe('tenancy: keys with the test job types', () => {
     expect(refused.headers.get('content-type')).toMatch(/^application\/problem\+json/);
     expect(refused.headers.get('retry-after')).toBe('5');
     expect(refused.body).toMatchObject({ code: 'CALLER_BACKLOG_FULL' });
+    // The gauges: carol's share, and the queue's backlog counting her parked jobs beside her running one.
+    const metrics = (await request<string>(`${url}/metrics`)).body;
+    expect(metrics).toContain('nest_offload_caller_jobs{queue="default",caller="carol",state="waiting"} 3');
+    expect(metrics).toContain('nest_offload_caller_jobs{queue="default",caller="carol",state="running"} 1');
+    expect(Number(/^nest_offload_queue_backlog\{queue="default"\} (\d+)$/m.exec(metrics)?.[1])).toBeGreaterThanOrEqual(4);
     expect((await submit(url, 'chaos', spin(), { headers: as(ALICE) })).status).toBe(202);
     const jobs = await finished(accepted.map((res) => res.body.id as string));
     // Never two at once: each starts after the one before it finished.

@@ -22,8 +22,10 @@ export const METRICS = {
   cacheLookups: 'nest_offload_cache_lookups_total',
   /** Gauge {queue, state}: jobs in each queue by BullMQ state, read at scrape time. */
   queueJobs: 'nest_offload_queue_jobs',
-  /** Gauge {queue}: waiting + prioritized + active; scale a queue's workers on it. */
+  /** Gauge {queue}: waiting + prioritized + active + parked by fair share; scale a queue's workers on it. */
   queueBacklog: 'nest_offload_queue_backlog',
+  /** Gauge {queue, caller, state}: with fair share, each API key's jobs waiting in its share and running (released, not finished). */
+  callerJobs: 'nest_offload_caller_jobs',
   /** Gauge: jobs this API replica waits on (Prefer: wait, event streams, cancels, webhook deliveries). */
   jobsWatched: 'nest_offload_jobs_watched',
 

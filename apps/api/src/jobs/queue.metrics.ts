@@ -1,7 +1,10 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import { Gauge, Registry } from 'prom-client';
+import { CONFIG, type Config } from '@app/config';
 import { METRICS } from '@app/metrics';
-import { JobQueues } from '../queues/queue.providers';
+import { fairKey } from '@app/queue';
+import type { RedisClient } from '@app/redis';
+import { JobQueues, QUEUE_REDIS } from '../queues/queue.providers';
 
 const STATES = ['waiting', 'prioritized', 'delayed', 'waiting-children', 'active', 'failed', 'completed'] as const;
 
@@ -11,24 +14,28 @@ export const QUEUE_BACKLOG_METRIC = METRICS.queueBacklog;
 /** The states counted in QUEUE_BACKLOG_METRIC. */
 export const BACKLOG_STATES = ['waiting', 'prioritized', 'active'] as const satisfies readonly (typeof STATES)[number][];
 
-type Counts = Map<string, Partial<Record<(typeof STATES)[number], number>>>;
+type Counts = Map<string, Partial<Record<(typeof STATES)[number] | 'parked', number>>>;
 
 /**
  * `nest_offload_queue_jobs{queue,state}`: each queue's depth, read at scrape time, and
  * `nest_offload_queue_backlog{queue}`: the work its workers must run or are running (waiting +
- * prioritized + active), the one number to scale a queue's workers on (see docker/kubernetes).
+ * prioritized + active, and the jobs fair share parked, which BullMQ counts as delayed), the one
+ * number to scale a queue's workers on (see docker/kubernetes).
  */
 @Injectable()
 export class QueueMetrics {
   private reading?: { at: number; counts: Promise<Counts> };
 
-  constructor(registry: Registry, queues: JobQueues) {
+  constructor(registry: Registry, queues: JobQueues, @Inject(QUEUE_REDIS) redis: RedisClient, @Inject(CONFIG) config: Config) {
     // why one reading for both gauges: a scrape collects them one after the other; they must agree.
     const read = (): Promise<Counts> => {
       if (this.reading && Date.now() - this.reading.at < 1000) return this.reading.counts;
       const counts = Promise.all(
-        queues.list().map(async (queue) => [queue.name, await queue.getJobCounts(...STATES).catch(() => undefined)] as const),
-      ).then((entries) => new Map(entries.filter((e): e is [string, Record<string, number>] => e[1] !== undefined)));
+        queues.list().map(async (queue): Promise<[string, Record<string, number>] | undefined> => {
+          const read = await Promise.all([queue.getJobCounts(...STATES), redis.zcard(fairKey(config.redisPrefix, queue.name, 'parked'))]).catch(() => undefined);
+          return read && [queue.name, { ...read[0], parked: read[1] }];
+        }),
+      ).then((entries) => new Map(entries.filter((e) => e !== undefined)));
       this.reading = { at: Date.now(), counts };
       return counts;
     };
@@ -44,11 +51,11 @@ export class QueueMetrics {
     });
     new Gauge({
       name: METRICS.queueBacklog,
-      help: "Jobs a queue's workers must run or are running: waiting + prioritized + active (scale workers on this)",
+      help: "Jobs a queue's workers must run or are running: waiting + prioritized + active + parked by fair share (scale workers on this)",
       labelNames: ['queue'],
       registers: [registry],
       async collect() {
-        for (const [queue, c] of await read()) this.set({ queue }, BACKLOG_STATES.reduce((sum, state) => sum + (c[state] ?? 0), 0));
+        for (const [queue, c] of await read()) this.set({ queue }, BACKLOG_STATES.reduce((sum, state) => sum + (c[state] ?? 0), c.parked ?? 0));
       },
     });
   }
