@@ -196,12 +196,12 @@ describe('${name} job', () => {
 function main() {
   const args = process.argv.slice(2);
   if (args.length !== 1 || args[0].startsWith('-')) {
-    fail(`usage: npm run new:job -- <name>   (e.g. npm run new:job -- resize-image)${args.length ? `; got ${args.map((a) => JSON.stringify(a)).join(' ')}` : ''}`);
+    fail(`usage: npm run new:job -- <name>   (e.g. npm run new:job -- collatz-record)${args.length ? `; got ${args.map((a) => JSON.stringify(a)).join(' ')}` : ''}`);
   }
   const [name] = args;
   const rule = jobNameRule();
   if (!rule.test(name)) {
-    fail(`"${name}" is not a valid job type name: it must match ${rule} (a lowercase letter, then lowercase letters, digits or dashes; at most 63 characters), e.g. "resize-image"`);
+    fail(`"${name}" is not a valid job type name: it must match ${rule} (a lowercase letter, then lowercase letters, digits or dashes; at most 63 characters), e.g. "collatz-record"`);
   }
   const file = `${jobsDir}/${name}.job.ts`;
   const spec = `${jobsDir}/${name}.job.spec.ts`;

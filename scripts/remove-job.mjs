@@ -1,9 +1,12 @@
 #!/usr/bin/env node
 // `npm run remove:job -- <name>…`: the inverse of `npm run new:job`. Removes each type's file in
 // libs/jobs/src, its registry entry and re-exports, its own tests (libs/jobs/src/<file>.spec.ts,
-// test/**/<name>.e2e-spec.ts and test/**/<name>.cases.ts, cases another suite runs) and its rows in README.md and docs/*.md (table rows and list items that
-// start with the name). Refuses, naming file:line, while other code still uses a type; it never edits
-// other code or another test's logic. Everything is checked before anything is written.
+// test/**/<name>.e2e-spec.ts and test/**/<name>.cases.ts, cases another suite runs), its rows in
+// README.md and docs/*.md (table rows and list items that start with the name or cite one of its
+// files; a measured row of docs/benchmarks.md is said to be one) and the dependencies only it used
+// (scripts/package-deps.mjs). Refuses, naming file:line, while other code still uses a type; it never
+// edits other code or another test's logic. Everything is checked before anything is written; prose
+// in the docs that still cites a removed file is listed.
 //
 // What counts as a use, in apps/ libs/ test/ bench/ scripts/ docker/ deploy/ .ci/ and the root's
 // config files: in JavaScript and TypeScript (read with the TypeScript parser, so comments don't
@@ -16,6 +19,7 @@
 import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { basename, join } from 'node:path';
+import { applyDependencyChanges, dependencyChanges, describeDependencyChanges } from './package-deps.mjs';
 
 const root = join(import.meta.dirname ?? new URL('.', import.meta.url).pathname, '..');
 const jobsDir = 'libs/jobs/src';
@@ -95,29 +99,51 @@ function dropFromLists(source, idents) {
   });
 }
 
-/** Lines of README.md and docs/*.md that document one of `names`: table rows and list items starting with it. */
-function docEdits(names) {
+/** A test for a line of markdown that cites one of `files` (by its path, or its name after a `/`, a quote or a space). */
+function citing(files) {
+  const alternatives = [...new Set(files.flatMap((file) => [file, basename(file)]))].map(escape).join('|');
+  return new RegExp(`(?:^|[\\s\`'"(/\\[])(?:${alternatives})(?=[\`'")\\]\\s#:,.;]|$)`);
+}
+
+/**
+ * Lines of README.md and docs/*.md that document one of `names`: table rows and list items starting
+ * with it or citing one of its files (`own`); and the other lines that still cite those files.
+ */
+function docEdits(names, own) {
   const files = ['README.md', ...walk('docs').filter((file) => file.endsWith('.md'))].filter(at);
   const alternatives = names.map(escape).join('|');
   const row = new RegExp(`^\\|\\s*\\**\`(?:${alternatives})\`(?=[\\s|*:(,])`);
   const item = new RegExp(`^(\\s*)(?:[-*+]|\\d+[.)])\\s+\\**\`(?:${alternatives})\`(?=[\\s*:(,.—–-]|$)`);
+  const anyItem = /^(\s*)(?:[-*+]|\d+[.)])\s+/;
+  const cites = citing(own);
   const edits = [];
+  const citations = [];
   for (const file of files) {
     const lines = read(file).split('\n');
     const dropped = [];
     for (let i = 0; i < lines.length; i++) {
-      if (row.test(lines[i])) dropped.push(i);
-      const listed = item.exec(lines[i]);
-      if (!listed) continue;
-      dropped.push(i);
-      // A list item goes with its continuation lines (indented deeper, up to a blank line or the next item).
-      while (i + 1 < lines.length && lines[i + 1].trim() && /^\s*/.exec(lines[i + 1])[0].length > listed[1].length && !item.test(lines[i + 1])) {
-        dropped.push(++i);
+      if (row.test(lines[i]) || (lines[i].startsWith('|') && cites.test(lines[i]))) {
+        dropped.push(i);
+        continue;
       }
+      const listed = item.exec(lines[i]) ?? anyItem.exec(lines[i]);
+      if (!listed) continue;
+      // A list item goes with its continuation lines and nested items (indented deeper, up to a blank line).
+      let end = i;
+      while (end + 1 < lines.length && lines[end + 1].trim() && /^\s*/.exec(lines[end + 1])[0].length > listed[1].length) end++;
+      if (item.test(lines[i]) || lines.slice(i, end + 1).some((line) => cites.test(line))) {
+        for (let j = i; j <= end; j++) dropped.push(j);
+        // A list of that one item goes with one of the blank lines around it.
+        if (!lines[i - 1]?.trim() && end + 1 < lines.length && !lines[end + 1].trim()) dropped.push(++end);
+      }
+      i = end;
     }
+    lines.forEach((line, i) => {
+      if (!dropped.includes(i) && cites.test(line)) citations.push(`  ${file}:${i + 1}  ${line.trim().slice(0, 120)}`);
+    });
     if (dropped.length) edits.push({ file, lines: dropped.map((i) => i + 1), text: lines.filter((_, i) => !dropped.includes(i)).join('\n') });
   }
-  return edits;
+  return { edits, citations };
 }
 
 /** Tests for a use of a type in one string's text. */
@@ -216,8 +242,9 @@ function main() {
   const ts = createRequire(join(root, 'package.json'))('typescript');
   const isUse = stringUses(types);
   const rootFiles = readdirSync(root, { withFileTypes: true }).filter((e) => e.isFile() && e.name !== 'package-lock.json').map((e) => e.name);
+  const projectFiles = [...rootFiles, ...SCANNED.flatMap(walk)];
   const uses = [];
-  for (const file of [...rootFiles, ...SCANNED.flatMap(walk)]) {
+  for (const file of projectFiles) {
     if (own.has(file)) continue;
     const text = edited.get(file) ?? read(file);
     const lines = CODE.test(file) ? codeUses(ts, file, text, isUse, exported) : CONFIG.test(file) ? configUses(text, names) : [];
@@ -237,20 +264,26 @@ function main() {
     );
   }
 
-  const docs = docEdits(names);
+  const { edits: docs, citations } = docEdits(names, [...own]);
+  const dependencies = dependencyChanges(root, [...own], projectFiles.filter((file) => !own.has(file)), read);
+  // why say so: the other rows of a results table were measured with the type there, and the bench does not measure it any more.
+  const measured = (file) => (file === 'docs/benchmarks.md' ? ': measured results, left as the last `npm run bench` printed them; run it again to measure the service as it is now' : '');
   const plan = [
     ...[...own].map((file) => `  removed ${file}`),
     `  edited  ${registryFile}   ${idents.length ? `${idents.join(', ')} out of its imports and lists` : 'nothing to change'}`,
     ...(exported.size ? [`  edited  ${indexFile}   no longer exports ${[...exported].join(', ')}`] : []),
-    ...docs.map(({ file, lines }) => `  edited  ${file}   removed line${lines.length > 1 ? 's' : ''} ${lines.join(', ')}`),
+    ...docs.map(({ file, lines }) => `  edited  ${file}   removed line${lines.length > 1 ? 's' : ''} ${lines.join(', ')}${measured(file)}`),
+    ...describeDependencyChanges(dependencies),
   ];
+  const cited = citations.length ? ['Docs that still cite a removed file (edit them):', ...citations] : [];
   if (dryRun) {
-    console.log([`remove:job: would remove ${names.join(', ')} (--dry-run: nothing was changed):`, ...plan].join('\n'));
+    console.log([`remove:job: would remove ${names.join(', ')} (--dry-run: nothing was changed):`, ...plan, ...cited].join('\n'));
     return;
   }
   for (const file of own) rmSync(join(root, file));
   for (const [file, text] of edited) writeFileSync(join(root, file), text);
   for (const { file, text } of docs) writeFileSync(join(root, file), text);
+  const lockProblem = applyDependencyChanges(root, dependencies);
 
   // What still names a type in prose or comments: no use, but maybe worth a look.
   const mention = new RegExp(`[\`'"](?:${names.map(escape).join('|')})[\`'"]`);
@@ -261,11 +294,13 @@ function main() {
     [
       `remove:job: removed job type${names.length > 1 ? 's' : ''} ${names.map((n) => `"${n}"`).join(', ')}:`,
       ...plan,
+      ...cited,
       ...(mentions.length ? ['Still named in comments or prose (not a use; edit as you see fit):', ...mentions] : []),
       '',
       'Next: npm run build && npm test',
     ].join('\n'),
   );
+  if (lockProblem) fail(lockProblem);
 }
 
 main();

@@ -3,7 +3,8 @@
 // (package.json's "name") in every spelling (kebab-case, snake_case, SCREAMING_SNAKE, camelCase,
 // PascalCase) in every file git knows (tracked, or new and not ignored): package name, default
 // Redis prefix, metric prefix, connection and log names, image names, Kubernetes names and labels,
-// README title. It checks the new name and every file before it writes one.
+// README title. It checks the new name and every file before it writes one. In README.md it also
+// drops the "Name it" section (done) and marks the headline figure as the template's, not the service's.
 import { spawnSync } from 'node:child_process';
 import { lstatSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { builtinModules } from 'node:module';
@@ -85,6 +86,25 @@ function projectFiles() {
   return files;
 }
 
+/**
+ * The README of a service that is no longer the template: without the section that tells how to
+ * rename it (its "every spelling of <name>" would now be the service's own name), and with the
+ * benchmark headline said to be the template's (the service has not measured itself). Each edit
+ * applies only where the template's text is still there, so a second rename changes nothing more.
+ */
+function readmeOfService(text) {
+  const edits = [];
+  const named = text.replace(/^### Name it\n[\s\S]*?(?=^#{1,3} )/m, () => {
+    edits.push('dropped its "Name it" section');
+    return '';
+  });
+  const headline = named.replace(/^\*\*The headline figure\*\* \(/m, () => {
+    edits.push('marked the headline figure as the template\'s');
+    return '**The headline figure of the template this service started from** (';
+  });
+  return { text: headline, edits };
+}
+
 function main() {
   const args = process.argv.slice(2);
   if (args.length !== 1 || args[0].startsWith('-')) fail('usage: npm run rename -- <service-name>');
@@ -116,9 +136,12 @@ function main() {
 
   const changes = new Map(); // old spelling → [new spelling, count]
   const written = []; // paths as they are now
+  const readmeEdits = [];
   for (const { path, text } of files) {
     let count = 0;
-    const renamed = text.replace(fromPattern, (found) => {
+    const service = path === 'README.md' ? readmeOfService(text) : { text, edits: [] };
+    readmeEdits.push(...service.edits);
+    const renamed = service.text.replace(fromPattern, (found) => {
       const spelled = respell(found, from, to);
       const [, n] = changes.get(found) ?? [spelled, 0];
       changes.set(found, [spelled, n + 1]);
@@ -126,7 +149,7 @@ function main() {
       return spelled;
     });
     const newPath = path.replace(fromPattern, (found) => respell(found, from, to));
-    if (count === 0 && newPath === path) continue;
+    if (count === 0 && newPath === path && service.edits.length === 0) continue;
     if (newPath !== path) {
       mkdirSync(dirname(join(root, newPath)), { recursive: true });
       renameSync(join(root, path), join(root, newPath));
@@ -147,6 +170,7 @@ function main() {
       `rename: ${from} → ${to}: ${places} places in ${written.length} files.`,
       `  ${[...changes].map(([old, [spelled, n]]) => `${old} → ${spelled} (${n})`).join(', ')}`,
       `  ${[...byFolder].map(([folder, n]) => (folder.endsWith('/') ? `${folder} (${n})` : folder)).join(', ')}`,
+      ...(readmeEdits.length ? [`  README.md: ${readmeEdits.join('; ')}`] : []),
       '',
       'Next:',
       '  git diff                    review it',

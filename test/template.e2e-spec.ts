@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import IORedis from 'ioredis';
 import { AppProcess, startApp, stackEnv } from './support/apps';
 import { getJob, readEvents, request, submit } from './support/http';
+import { removalLeftovers } from './support/removal-leftovers';
 import { RepoCopy } from './support/repo-copy';
 
 /** Output of a command that must have succeeded; fails with all of it otherwise. */
@@ -84,6 +85,10 @@ describe('starting a service from the template, on a clean copy', () => {
     const lock = JSON.parse(copy.read('package-lock.json'));
     expect([JSON.parse(copy.read('package.json')).name, lock.name, lock.packages[''].name]).toEqual([to, to, to]);
     expect(copy.read('README.md').split('\n')[0]).toBe(`# ${to}`);
+    // The README is the service's now: how to rename the template is done, the template's benchmark headline says whose it is.
+    expect(output).toMatch(`README.md: dropped its "Name it" section; marked the headline figure as the template's`);
+    expect(copy.read('README.md')).not.toMatch(/^### Name it$|every spelling of/m);
+    expect(copy.read('README.md')).toMatch(/^\*\*The headline figure of the template this service started from\*\* \(`npm run bench`/m);
     expect(copy.read('libs/config/src/config.ts')).toContain(`.default('${to}')`);
     expect(copy.read('libs/metrics/src/metric-names.ts')).toContain(`'${metricPrefix}'`);
     const k8sNames = copy
@@ -117,6 +122,8 @@ describe('starting a service from the template, on a clean copy', () => {
   });
 
   it('generates a job type: its file, its unit test, the registry line and its row in docs/job-types.md', () => {
+    // The name the README and the guide give the generator's example is this one: its example computes Collatz records.
+    for (const doc of ['README.md', 'docs/job-types.md']) expect([doc, /npm run new:job -- (\S+)/.exec(copy.read(doc))?.[1]]).toEqual([doc, type]);
     const output = ok(copy.exec('npm', ['run', '--silent', 'new:job', '--', type]));
     expect(output).toMatch(`added job type "${type}" (export collatzRecord)`);
     expect(output).toMatch(/Next:\n {2}1\. libs\/jobs\/src\/collatz-record\.job\.ts: replace the example/);
@@ -180,6 +187,7 @@ describe('starting a service from the template, on a clean copy', () => {
   });
 
   it('removes every example but fibonacci with the README\'s command: no other code needs them', () => {
+    const beforeRemoval = new Map(['docs/benchmarks.md', 'package.json'].filter((file) => copy.exists(file)).map((file) => [file, copy.read(file)]));
     const command = /^npm run remove:job -- ([a-z0-9 -]+?) +# every example but fibonacci$/m.exec(copy.read('README.md'));
     examples = command?.[1].split(' ') ?? [];
     expect(examples.length).toBeGreaterThan(0);
@@ -189,7 +197,19 @@ describe('starting a service from the template, on a clean copy', () => {
     if (present.length > 0) {
       const output = ok(copy.exec('npm', ['run', '--silent', 'remove:job', '--', ...present]));
       expect(output).toMatch(`remove:job: removed job types ${present.map((name) => `"${name}"`).join(', ')}:\n`);
+      // It says when it takes measured results out of docs/benchmarks.md, and which packages went with the types.
+      if (present.some((name) => new RegExp(`^\\| \`${name}\``, 'm').test(beforeRemoval.get('docs/benchmarks.md') ?? ''))) {
+        expect(output).toMatch(/\n {2}edited {2}docs\/benchmarks\.md {3}removed lines [\d, ]+: measured results, .*npm run bench/);
+      }
+      // why assembled: a file that names the package (or the type) in quotes uses it, and this one would keep it.
+      const renderer = ['markdown-', 'it'].join('');
+      if (renderer in (JSON.parse(beforeRemoval.get('package.json')!) as { dependencies: object }).dependencies) {
+        expect(output).toMatch(`\n  removed ${renderer} from package.json: nothing left uses it\n`);
+      }
+      expect(output).not.toMatch('Docs that still cite a removed file');
     }
+    // Nothing in docs/ or package.json points at what went.
+    expect(removalLeftovers(copy)).toEqual([]);
     for (const name of examples) expect([name, copy.exists(`libs/jobs/src/${name}.job.ts`)]).toEqual([name, false]);
     // Every shipped type left is fibonacci or the one new:job added.
     expect(copy.read('libs/jobs/src/registry.ts')).toMatch(/^export const coreJobs = \[fibonacci, collatzRecord\] as const;$/m);
