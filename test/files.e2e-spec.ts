@@ -316,6 +316,26 @@ describe('file inputs', () => {
     expect(await keysOf(stack.store)).toEqual(before);
   });
 
+  it('retries a job whose result write finds the store down, and writes the result once it is back', async () => {
+    const stack = stacks.s3!;
+    // A result over 64 KiB goes to the store from the pool thread: the write fails while it is down.
+    const numbers = Array.from({ length: 20_000 }, (_, i) => i * 7 + 3);
+    await s3.stopServer();
+    let id: string;
+    try {
+      const reply = await request(`${stack.api.url}/v1/jobs/echo`, { method: 'POST', json: { numbers }, headers: ALICE });
+      id = reply.body.id as string;
+      await waitFor(async () => ((await stack.queue.getJob(id))?.attemptsMade ?? 0) >= 1, { timeoutMs: 20_000, what: 'a failed first attempt' });
+    } finally {
+      await s3.startServer();
+    }
+    const job = await stack.queue.getJob(id);
+    expect(job!.failedReason).toMatch(/^JOB_FAILED: blob store s3:\/\/nest-offload-test\/jobs\/ at http:\/\/127\.0\.0\.1:\d+: /);
+    await waitFor(async () => (await stack.queue.getJob(id))?.returnvalue !== null && (await stack.queue.getJob(id))?.returnvalue !== undefined, { timeoutMs: 20_000, what: 'the retry' });
+    const view = (await request(`${stack.api.url}/v1/jobs/${id}`, { headers: ALICE })).body;
+    expect([view.status, view.attempts >= 2, await resultOf(stack.api.url, view, ALICE)]).toEqual(['completed', true, { numbers, choice: 'a' }]);
+  });
+
   it('answers 503 naming the store when it is down at submission, and queues nothing', async () => {
     const stack = stacks.s3!;
     const jobs = async () => Object.values(await stack.queue.getJobCounts()).reduce((a, b) => a + b, 0);
