@@ -236,6 +236,53 @@ describe('tenancy: one API key cannot see, cancel or poison another key\'s work'
       }
     });
   });
+
+  it('an invalid batch item nested 200,000 levels deep fails alone under an Idempotency-Key too, and its retry is a replay', async () => {
+    let deep: unknown = 1;
+    for (let i = 0; i < 200_000; i++) deep = [deep];
+    const body = JSON.stringify({ items: [deep, { n: 5 }] });
+    expect(body.length).toBeGreaterThan(400_000);
+    const headers = { ...as(ALICE), 'content-type': 'application/json', 'idempotency-key': `deep-${key().slice(0, 8)}`, prefer: 'wait=10' };
+    const send = () => request(`${api.url}/v1/jobs/fibonacci/batch`, { method: 'POST', headers, body });
+    const first = await send();
+    expect({ status: first.status, items: first.body.items?.map((item: any) => item.problem?.code ?? item.job.result) }).toEqual({ status: 200, items: ['INVALID_INPUT', 5] });
+    const retry = await send();
+    expect(retry.body.items?.map((item: any) => item.problem?.code ?? item.job.id)).toEqual(['INVALID_INPUT', first.body.items[1].job.id]);
+  });
+
+  it('a caller that withdrew sees its own cancelled view on every path: its open event stream, retries under its Idempotency-Keys', async () => {
+    const input = { n: 43 }; // seconds (or a JOB_TIMEOUT on a loaded host: either ends it); cancelled before, so not cached
+    const order = { 'idempotency-key': `order-${key().slice(0, 8)}` };
+    const batchOrder = { 'idempotency-key': `batch-${key().slice(0, 8)}` };
+    const submitBatch = (wait: number) =>
+      request(`${api.url}/v1/jobs/fibonacci/batch`, { method: 'POST', json: { items: [input] }, headers: { ...as(ALICE), ...batchOrder, prefer: `wait=${wait}` } });
+    const alice = await submit(api.url, 'fibonacci', input, { headers: { ...as(ALICE), ...order } });
+    const id = alice.body.id;
+    const joined = [await submitBatch(0), await submit(api.url, 'fibonacci', input, { headers: as(BOB) }), await submit(api.url, 'fibonacci', input, { headers: as(CAROL) })];
+    expect(joined.map((res) => res.body.id ?? res.body.items?.[0]?.job?.id)).toEqual([id, id, id]);
+    // Bob's stream is open (its headers are sent once his ownership is checked) before he withdraws.
+    const stream = await fetch(`${api.url}/v1/jobs/${id}/events`, { headers: as(BOB) });
+    expect(stream.status).toBe(200);
+    const bobEvents = stream.text();
+    for (const apiKey of [BOB, ALICE]) {
+      expect((await request(`${api.url}/v1/jobs/${id}`, { method: 'DELETE', headers: as(apiKey) })).body).toMatchObject({ status: 'cancelled' });
+    }
+    expect((await getJob(api.url, id, as(ALICE))).status).toBe(404);
+    // The run goes on for carol, the last owner, to its end.
+    const carol = await readEvents(`${api.url}/v1/jobs/${id}/events`, 80_000, as(CAROL));
+    expect(carol.at(-1)).toMatchObject({ event: expect.stringMatching(/^(completed|failed)$/), data: { id } });
+    const bobs = await bobEvents;
+    expect(bobs).toMatch(/event: cancelled\ndata: {[^\n]*"Withdrawn/);
+    expect(bobs).not.toMatch(/event: (completed|failed)|433494437/);
+    // Alice's retries under her keys, waiting: her own cancelled view, without the result.
+    const withdrawn = { id, status: 'cancelled', error: { code: 'JOB_CANCELLED', message: expect.stringMatching(/^Withdrawn/) } };
+    const retry = await submit(api.url, 'fibonacci', input, { headers: { ...as(ALICE), ...order }, wait: 20 });
+    expect(retry.body).toMatchObject(withdrawn);
+    expect(retry.body.result).toBeUndefined();
+    const batchRetry = await submitBatch(20);
+    expect(batchRetry.body.items[0].job).toMatchObject(withdrawn);
+    expect(batchRetry.body.items[0].job.result).toBeUndefined();
+  }, 120_000);
 });
 
 /**

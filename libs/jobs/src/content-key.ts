@@ -12,9 +12,55 @@ function sortKeys(value: unknown): unknown {
   return sorted;
 }
 
-/** JSON with object keys in sorted order: the same input always gives the same text. */
+/**
+ * JSON with object keys in sorted order: the same input always gives the same text. why a second
+ * way for deep values: JSON.parse takes any depth, the recursion here does not, and an input nested
+ * 200,000 levels deep (an invalid batch item under an Idempotency-Key) overflowed the stack into a
+ * 500; the usual, shallow input keeps the faster recursive path.
+ */
 export function canonicalJson(value: unknown): string {
-  return JSON.stringify(sortKeys(value));
+  try {
+    return JSON.stringify(sortKeys(value));
+  } catch (error) {
+    if (error instanceof RangeError) return deepCanonicalJson(value);
+    throw error;
+  }
+}
+
+/** canonicalJson without recursion: the same text, built from an explicit stack of what is left to write. */
+export function deepCanonicalJson(value: unknown): string {
+  if (!isObject(value)) return JSON.stringify(value);
+  type Pending = string | { value: unknown; inArray: boolean };
+  const pending: Pending[] = [{ value, inArray: false }];
+  const parts: string[] = [];
+  while (pending.length > 0) {
+    const next = pending.pop()!;
+    if (typeof next === 'string') {
+      parts.push(next);
+      continue;
+    }
+    const item = next.value;
+    if (!isObject(item)) {
+      // As JSON.stringify: undefined, functions and symbols are left out of objects, null in arrays.
+      parts.push(JSON.stringify(item) ?? (next.inArray ? 'null' : ''));
+      continue;
+    }
+    const inner: Pending[] = [];
+    if (Array.isArray(item)) {
+      item.forEach((element, i) => inner.push(...(i > 0 ? [','] : []), { value: element as unknown, inArray: true }));
+      inner.unshift('[');
+    } else {
+      for (const key of Object.keys(item).sort()) {
+        const field = item[key];
+        if (field === undefined || typeof field === 'function' || typeof field === 'symbol') continue;
+        inner.push(`${inner.length > 0 ? ',' : ''}${JSON.stringify(key)}:`, { value: field, inArray: false });
+      }
+      inner.unshift('{');
+    }
+    inner.push(Array.isArray(item) ? ']' : '}');
+    for (let i = inner.length - 1; i >= 0; i--) pending.push(inner[i]);
+  }
+  return parts.join('');
 }
 
 /**

@@ -69,7 +69,7 @@ export class BatchService {
         fresh = await this.accept(def, prepared, { ...options, waitSeconds: 0 }, claim);
         return JSON.stringify(fresh.map((entry): RecordedEntry => ('problem' in entry ? entry.problem : entry.view.id)));
       });
-      entries = fresh ?? (await this.replay(JSON.parse(result) as RecordedEntry[], queue));
+      entries = fresh ?? (await this.replay(JSON.parse(result) as RecordedEntry[], queue, options.scope));
     }
     if (options.waitSeconds > 0) {
       entries = await this.waitForAll(entries, options.waitSeconds * 1000, queue);
@@ -140,12 +140,16 @@ export class BatchService {
     return entries;
   }
 
-  /** A retry under a batch's Idempotency-Key: the same jobs' views now, and the same problems. */
-  private async replay(recorded: RecordedEntry[], queue: JobsQueue): Promise<BatchEntry[]> {
+  /**
+   * A retry under a batch's Idempotency-Key: the same jobs' views now, as the caller of `scope` may
+   * see them (a job it withdrew from is cancelled for it), and the same problems.
+   */
+  private async replay(recorded: RecordedEntry[], queue: JobsQueue, scope: string): Promise<BatchEntry[]> {
     const views = new Map<string, Promise<BatchEntry>>();
     for (const entry of recorded) {
       if (typeof entry === 'string' && !views.has(entry)) {
-        views.set(entry, this.reads.get(entry, undefined, queue).then((view) => ({ view }), (error: unknown) => ({ problem: problemOf(error) })));
+        const view = this.reads.get(entry, undefined, queue).then((found) => this.reads.asSeenBy(found, scope));
+        views.set(entry, view.then((seen) => ({ view: seen }), (error: unknown) => ({ problem: problemOf(error) })));
       }
     }
     return Promise.all(recorded.map((entry) => (typeof entry === 'string' ? views.get(entry)! : { problem: entry })));

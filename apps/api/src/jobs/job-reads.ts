@@ -6,7 +6,7 @@ import { JobQueues, type JobsQueue, QUEUE_REDIS } from '../queues/queue.provider
 import { JobNotices } from './job-notices';
 import { JobOwners } from './job-owners';
 import { JobStore } from './job-store';
-import { isFinal, JobView, viewOfJob } from './job-view';
+import { isFinal, JobView, viewOfJob, viewOfWithdrawn } from './job-view';
 import type { Outcome } from './outcome';
 
 /** The job lifecycle's read side as the HTTP API sees it: read a job, wait for it, watch it. */
@@ -57,6 +57,16 @@ export class JobReads {
     if (!view || !owns) throw new ApiError('JOB_NOT_FOUND', `No job with id "${id}"`);
     // why a copy: a cached view is shared by every caller.
     return tags ? { ...view, tags } : view;
+  }
+
+  /**
+   * `view` as the caller of `scope` may see it: as it is while that caller owns the job, and once it
+   * has withdrawn (DELETE while others still wait for the job) as its own cancelled view, without
+   * the result. For the paths that read a job its caller once had (an open event stream, a retry
+   * under an Idempotency-Key), which must not hand over what a withdrawal gave up.
+   */
+  async asSeenBy(view: JobView, scope: string): Promise<JobView> {
+    return (await this.owners.owns(view.id, scope)) ? view : viewOfWithdrawn(view);
   }
 
   /**

@@ -56,10 +56,18 @@ export class JobStream {
 
   /**
    * Writes the stream to `res`, starting from `view`, re-reading the job with `load` when it settles.
-   * `lastEventId` is the client's `Last-Event-ID` on a reconnect: progress it has already seen is
-   * not sent again.
+   * The final view goes through `seen` first (what the caller may see of it now: a caller that has
+   * withdrawn meanwhile gets its own cancelled view, not the result). `lastEventId` is the client's
+   * `Last-Event-ID` on a reconnect: progress it has already seen is not sent again.
    */
-  async pipe(res: ServerResponse, view: JobView, load: (state?: string) => Promise<JobView>, lifecycle: Lifecycle, lastEventId?: string): Promise<void> {
+  async pipe(
+    res: ServerResponse,
+    view: JobView,
+    load: (state?: string) => Promise<JobView>,
+    seen: (final: JobView) => Promise<JobView>,
+    lifecycle: Lifecycle,
+    lastEventId?: string,
+  ): Promise<void> {
     const write = (event: string, data: unknown, id?: string) =>
       res.write(`${id === undefined ? '' : `id: ${id}\n`}event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
     let closed = false;
@@ -81,6 +89,7 @@ export class JobStream {
           view = this.settledRecord && this.settledState ? viewOfJob(this.settledRecord, this.settledState) : await load(this.settledState);
         }
         if (isFinal(view)) {
+          view = await seen(view);
           write(view.status, view, FINAL_EVENT_ID);
           break;
         }

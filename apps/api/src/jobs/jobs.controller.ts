@@ -158,7 +158,8 @@ export class JobsController {
       return;
     }
     const stream = new JobStream(this.notices, id);
-    const view = await this.reads.watchFor(id, callerOf(reply.request.raw).scope).catch((error: unknown) => {
+    const { scope } = callerOf(reply.request.raw);
+    const view = await this.reads.watchFor(id, scope).catch((error: unknown) => {
       stream.close();
       throw error; // an unknown id is a 404 problem, before the stream starts
     });
@@ -170,6 +171,6 @@ export class JobsController {
       'x-accel-buffering': 'no',
       'x-request-id': reply.request.id,
     });
-    await stream.pipe(reply.raw, view, (state) => this.reads.get(id, state), this.lifecycle, lastEventId);
+    await stream.pipe(reply.raw, view, (state) => this.reads.get(id, state), (final) => this.reads.asSeenBy(final, scope), this.lifecycle, lastEventId);
   }
 }

@@ -77,8 +77,11 @@ export class JobsService {
       return first.view.id;
     });
     if (first?.view.id === id && (isFinal(first.view) || options.waitSeconds === 0)) return first;
-    // A retry under the key gets the job the first request got.
-    const view = options.waitSeconds > 0 ? await this.reads.waitUntilFinal(id, options.waitSeconds * 1000, options.timing) : await this.reads.get(id);
+    // A retry under the key gets the job the first request got, as its caller may see it now.
+    let view = await this.reads.asSeenBy(await this.reads.get(id), options.scope);
+    if (options.waitSeconds > 0 && !isFinal(view)) {
+      view = await this.reads.asSeenBy(await this.reads.waitUntilFinal(id, options.waitSeconds * 1000, options.timing), options.scope);
+    }
     return { view, outcome: first?.outcome ?? 'joined' };
   }
 
