@@ -190,10 +190,11 @@ describe('the admin role: ADMIN_API_KEYS for /admin/*, client keys for /v1, eith
 
   beforeAll(async () => {
     const env = production('admin', { API_DOCS: 'true', QUEUE_DASHBOARD: 'true' });
-    // Replica two runs as after a rolling update that revoked the bare key CAROL (see the bare keys' case).
+    // Replica two runs as after a rolling update that revoked the bare key CAROL (see the bare keys'
+    // case), and with the docs off (a client key's session would open nothing there).
     [one, two] = await startAll([
       startApp('api', { ...env, API_KEYS: `${env.API_KEYS},${CAROL},${DAVE}` }),
-      startApp('api', { ...env, API_KEYS: `${env.API_KEYS},${DAVE}` }),
+      startApp('api', { ...env, API_KEYS: `${env.API_KEYS},${DAVE}`, API_DOCS: 'false' }),
     ]);
   }, 60_000);
   afterAll(async () => {
@@ -247,6 +248,33 @@ describe('the admin role: ADMIN_API_KEYS for /admin/*, client keys for /v1, eith
     // Its own use of the same Idempotency-Key is a first use, not a conflict with CAROL's.
     const own = await submit(two, DAVE, order, 32);
     expect({ status: own.status, same: own.body?.id === job.body.id }).toEqual({ status: 202, same: false });
+  });
+
+  ifPresent('queue-dashboard').it('signs in only keys a served page takes, at most 20 sessions a key, and sends the browser back to ASCII paths only', async () => {
+    // The docs off: a client key's session would open nothing, so it opens none.
+    const refused = await from(CLIENT, `${two.url}/admin/login`, signInForm(ALICE, '/admin/queues'));
+    expect({ status: refused.status, code: refused.body?.code, cookie: refused.headers['set-cookie'] }).toEqual({ status: 403, code: 'FORBIDDEN', cookie: undefined });
+    // Twenty-one sign-ins by one key: the first session ends.
+    const cookies: string[] = [];
+    for (let i = 0; i < 21; i++) {
+      const login = await from(CLIENT, `${one.url}/admin/login`, signInForm(ADMIN));
+      expect(login.status).toBe(303);
+      cookies.push(login.headers['set-cookie']![0].split(';')[0]);
+    }
+    const opens = async (cookie: string) => (await from(CLIENT, `${one.url}/admin/queues/api/queues`, { headers: { cookie } })).status;
+    expect([await opens(cookies[0]), await opens(cookies[1]), await opens(cookies[20])]).toEqual([401, 200, 200]);
+    // A next past ASCII (as a crafted link would send it) falls back to the first page; the cookie is sent.
+    const firstPage = present('docs') ? '/docs' : '/admin/queues';
+    for (const next of ['/admin/queues/\u0100', '/docs/\u0100', '/admin/queues/caf\u00e9']) {
+      const login = await from(CLIENT, `${one.url}/admin/login`, signInForm(ADMIN, next));
+      expect({ next, status: login.status, location: login.headers.location, cookie: login.headers['set-cookie']?.length }).toEqual({ next, status: 303, location: firstPage, cookie: 1 });
+      cookies.push(login.headers['set-cookie']![0].split(';')[0]);
+    }
+    const encoded = await from(CLIENT, `${one.url}/admin/login`, signInForm(ADMIN, '/admin/queues/%C4%80'));
+    expect(encoded.headers.location).toBe('/admin/queues/%C4%80');
+    cookies.push(encoded.headers['set-cookie']![0].split(';')[0]);
+    // Signed out again: the session case counts the admin's sessions in Redis.
+    for (const cookie of cookies) await from(CLIENT, `${one.url}/admin/logout`, { method: 'POST', headers: { cookie, 'sec-fetch-site': 'same-origin' } });
   });
 
   ifPresent('queue-dashboard').it('keeps a browser session in Redis, as a hash: signing out on one replica refuses its cookie on every replica', async () => {

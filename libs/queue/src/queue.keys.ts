@@ -156,6 +156,8 @@ export function queueKeys(prefix: string) {
     authFailures: (addressDigest: string) => `${prefix}:auth-failures:${addressDigest}`,
     /** A browser session of the docs and dashboard: `digest` hashes its cookie's token, which Redis never holds. */
     adminSession: (digest: string) => `${prefix}:admin-session:${digest}`,
+    /** The sessions of one key (`<role>:<name>`): their digests, by when they expire. */
+    adminSessions: (holder: string) => `${prefix}:admin-sessions:${holder}`,
   };
 }
 

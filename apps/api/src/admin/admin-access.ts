@@ -53,7 +53,9 @@ export function registerAdminAccess(fastify: FastifyInstance, config: Config, re
     keys: new ApiKeys(roleKeys(config)),
     failures: new AuthFailures(redis, config.redisPrefix),
     proxies: new TrustedProxies(config.trustedProxies, config.trustedProxyHops),
-    sessions: new AdminSessions(redis, queueKeys(config.redisPrefix).adminSession, roleKeys(config)),
+    sessions: new AdminSessions(redis, queueKeys(config.redisPrefix).adminSession, queueKeys(config.redisPrefix).adminSessions, roleKeys(config)),
+    // why: a session opens pages only; a key none of them takes (a client key with the docs off) gets none.
+    opensAPage: (holder) => pages.some((page) => holder.role === 'admin' || !ADMIN_PATHS.test(page)),
     cookie: sessionCookie(config.env),
     // why a page outside /admin/ first: every key may open it.
     pages: [...pages].sort((a, b) => Number(ADMIN_PATHS.test(a)) - Number(ADMIN_PATHS.test(b))),

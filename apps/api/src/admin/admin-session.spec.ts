@@ -1,11 +1,23 @@
 import type { RedisClient } from '@app/redis';
 import type { RoleKey } from '../security/api-keys';
-import { AdminSessions, cookieValue, SESSION_TTL_SECONDS, sessionCookie, tokenDigest } from './admin-session';
+import { AdminSessions, cookieValue, SESSION_TTL_SECONDS, SESSIONS_PER_KEY, sessionCookie, tokenDigest } from './admin-session';
 
-/** The three commands the sessions use, on a Map, with EX honoured against `now`. */
+/** The commands the sessions use, on Maps, with EX honoured against `now` (sorted sets never expire here). */
 function fakeRedis(now: () => number) {
   const data = new Map<string, { value: string; until: number }>();
+  const sets = new Map<string, Map<string, number>>();
+  const set = (key: string) => sets.get(key) ?? sets.set(key, new Map()).get(key)!;
   const redis = {
+    zadd: async (key: string, score: number, member: string) => void set(key).set(member, score),
+    zremrangebyscore: async (key: string, _min: '-inf', max: number) => {
+      for (const [member, score] of set(key)) if (score <= max) set(key).delete(member);
+    },
+    zrange: async (key: string, start: number, stop: number) => {
+      const members = [...set(key)].sort((a, b) => a[1] - b[1] || (a[0] < b[0] ? -1 : 1)).map(([member]) => member);
+      return members.slice(start, stop < 0 ? Math.max(0, members.length + stop + 1) : stop + 1);
+    },
+    zrem: async (key: string, ...members: string[]) => members.forEach((member) => set(key).delete(member)),
+    expire: async () => 1,
     set: async (key: string, value: string, _ex: 'EX', seconds: number) => void data.set(key, { value, until: now() + seconds * 1000 }),
     get: async (key: string) => {
       const entry = data.get(key);
@@ -25,7 +37,8 @@ describe('AdminSessions', () => {
   const clock = () => now;
   const { redis, data } = fakeRedis(clock);
   const keyOf = (digest: string) => `test:admin-session:${digest}`;
-  const sessions = new AdminSessions(redis, keyOf, keys, clock);
+  const sessionsOf = (holder: string) => `test:admin-sessions:${holder}`;
+  const sessions = new AdminSessions(redis, keyOf, sessionsOf, keys, clock);
 
   it('finds the sessions it opened, with their key name and role; Redis keeps only the token\'s hash', async () => {
     const admin = await sessions.open({ name: 'ops', role: 'admin' });
@@ -62,12 +75,26 @@ describe('AdminSessions', () => {
   it('ends the sessions of a key that is rotated, removed, or moved to the other list', async () => {
     const token = await sessions.open({ name: 'ops', role: 'admin' });
     const stored = data.get(keyOf(tokenDigest(token)))!.value;
-    expect(new AdminSessions(redis, keyOf, [{ name: 'ops', key: 'n'.repeat(32), role: 'admin' }], clock).holderOf(stored)).toBeUndefined();
-    expect(new AdminSessions(redis, keyOf, [keys[1]], clock).holderOf(stored)).toBeUndefined();
-    expect(new AdminSessions(redis, keyOf, [{ ...keys[0], role: 'client' }], clock).holderOf(stored)).toBeUndefined();
-    expect(new AdminSessions(redis, keyOf, keys, clock).holderOf(stored)).toEqual({ name: 'ops', role: 'admin' });
+    expect(new AdminSessions(redis, keyOf, sessionsOf, [{ name: 'ops', key: 'n'.repeat(32), role: 'admin' }], clock).holderOf(stored)).toBeUndefined();
+    expect(new AdminSessions(redis, keyOf, sessionsOf, [keys[1]], clock).holderOf(stored)).toBeUndefined();
+    expect(new AdminSessions(redis, keyOf, sessionsOf, [{ ...keys[0], role: 'client' }], clock).holderOf(stored)).toBeUndefined();
+    expect(new AdminSessions(redis, keyOf, sessionsOf, keys, clock).holderOf(stored)).toEqual({ name: 'ops', role: 'admin' });
     expect(sessions.holderOf('not json')).toBeUndefined();
     expect(sessions.holderOf(JSON.stringify({ ...JSON.parse(stored), role: 'root' }))).toBeUndefined();
+  });
+
+  it('keeps at most SESSIONS_PER_KEY sessions of one key: signing in once more ends its oldest', async () => {
+    const web = { name: 'web', role: 'client' as const };
+    const first = await sessions.open(web);
+    now += 1000;
+    const later: string[] = [];
+    for (let i = 0; i < SESSIONS_PER_KEY; i++) later.push(await sessions.open(web));
+    expect(await sessions.find(first)).toBeUndefined();
+    for (const token of later) expect(await sessions.find(token)).toEqual(web);
+    // Another key's sessions are its own.
+    const ops = await sessions.open({ name: 'ops', role: 'admin' });
+    expect(await sessions.find(ops)).toEqual({ name: 'ops', role: 'admin' });
+    expect(await sessions.find(later[0])).toEqual(web);
   });
 
   it('names its cookie __Host- and marks it Secure in production only', () => {

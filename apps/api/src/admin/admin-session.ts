@@ -4,6 +4,8 @@ import type { KeyHolder, KeyRole, RoleKey } from '../security/api-keys';
 
 /** How long a browser stays signed in to the docs and the dashboard. */
 export const SESSION_TTL_SECONDS = 8 * 3600;
+/** The most sessions one key holds at once: signing in once more signs its oldest out. */
+export const SESSIONS_PER_KEY = 20;
 
 export interface SessionCookie {
   readonly name: string;
@@ -54,22 +56,40 @@ export class AdminSessions {
   constructor(
     private readonly redis: RedisClient,
     private readonly keyOf: (digest: string) => string,
+    /** The sorted set of one key's sessions (token digests by expiry): what bounds them. */
+    private readonly sessionsOf: (holder: string) => string,
     keys: readonly RoleKey[],
     private readonly now: () => number = Date.now,
   ) {
     this.fingerprints = new Map(keys.map(({ name, key, role }) => [`${role}:${name}`, fingerprint(key)]));
   }
 
-  /** Opens a session for `holder`; resolves with the token for its cookie. */
+  /**
+   * Opens a session for `holder`; resolves with the token for its cookie. why a bound per key: a
+   * key could otherwise sign in without end, each session a record in the queue Redis for 8 hours
+   * (which must not evict); past SESSIONS_PER_KEY its oldest sessions end. One key per command, so
+   * it works on a Redis Cluster; two sign-ins at once may leave one more for a moment.
+   */
   async open(holder: KeyHolder): Promise<string> {
     const token = randomBytes(32).toString('base64url');
+    const digest = tokenDigest(token);
+    const now = this.now();
     const record: SessionRecord = {
       name: holder.name,
       role: holder.role,
       key: this.fingerprints.get(`${holder.role}:${holder.name}`)!,
-      expires: Math.floor(this.now() / 1000) + SESSION_TTL_SECONDS,
+      expires: Math.floor(now / 1000) + SESSION_TTL_SECONDS,
     };
-    await this.redis.set(this.keyOf(tokenDigest(token)), JSON.stringify(record), 'EX', SESSION_TTL_SECONDS);
+    const index = this.sessionsOf(`${holder.role}:${holder.name}`);
+    // Scored by when each ends, to the millisecond: the lowest are the oldest.
+    const [, , , oldest] = await Promise.all([
+      this.redis.set(this.keyOf(digest), JSON.stringify(record), 'EX', SESSION_TTL_SECONDS),
+      this.redis.zadd(index, now + SESSION_TTL_SECONDS * 1000, digest),
+      this.redis.zremrangebyscore(index, '-inf', now),
+      this.redis.zrange(index, 0, -(SESSIONS_PER_KEY + 1)),
+      this.redis.expire(index, SESSION_TTL_SECONDS),
+    ]);
+    if (oldest.length > 0) await Promise.all([this.redis.zrem(index, ...oldest), ...oldest.map((old) => this.redis.del(this.keyOf(old)))]);
     return token;
   }
 
@@ -82,7 +102,11 @@ export class AdminSessions {
 
   /** Ends the session of `token`, on every replica. */
   async close(token: string | undefined): Promise<void> {
-    if (token !== undefined && TOKEN.test(token)) await this.redis.del(this.keyOf(tokenDigest(token)));
+    if (token === undefined || !TOKEN.test(token)) return;
+    const digest = tokenDigest(token);
+    const stored = await this.redis.get(this.keyOf(digest));
+    const holder = stored === null ? undefined : this.holderOf(stored);
+    await Promise.all([this.redis.del(this.keyOf(digest)), ...(holder ? [this.redis.zrem(this.sessionsOf(`${holder.role}:${holder.name}`), digest)] : [])]);
   }
 
   /** The holder a stored record names, if it is still valid under the configured keys. */

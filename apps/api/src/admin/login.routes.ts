@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from '../http/api-error';
 import { sendProblem } from '../http/problem.reply';
-import type { ApiKeys } from '../security/api-keys';
+import type { ApiKeys, KeyHolder } from '../security/api-keys';
 import { type AuthFailures, tooManyFailures } from '../security/auth-failures';
 import { clientAddress, type TrustedProxies } from '../security/client-address';
 import { type AdminSessions, cookieValue, type SessionCookie } from './admin-session';
@@ -17,6 +17,8 @@ export interface SignIn {
   readonly proxies: TrustedProxies;
   readonly sessions: AdminSessions;
   readonly cookie: SessionCookie;
+  /** Whether a session of `holder` would open any page served here. */
+  readonly opensAPage: (holder: KeyHolder) => boolean;
   /** The pages a sign-in may send the browser back to (`next`); without a valid `next`, the first. */
   readonly pages: readonly string[];
 }
@@ -25,9 +27,14 @@ export interface SignIn {
  * GET /admin/login (the form, or who is signed in), POST /admin/login (a key in, a session cookie
  * out) and POST /admin/logout (the session ended in Redis, for every replica, and the cookie cleared).
  */
-export function registerLogin(fastify: FastifyInstance, { keys, failures, proxies, sessions, cookie, pages }: SignIn): void {
-  /** Where a successful sign-in may send the browser back to: a page, or a path, query or fragment under one. */
-  const nextPaths = new RegExp(`^(${pages.map(escapeRegExp).join('|')})([/?#][^\\\\\\s]*)?$`);
+export function registerLogin(fastify: FastifyInstance, { keys, failures, proxies, sessions, cookie, pages, opensAPage }: SignIn): void {
+  /**
+   * Where a successful sign-in may send the browser back to: a page, or a path, query or fragment
+   * under one, in printable ASCII without a backslash. why ASCII: the Location header takes Latin-1
+   * at most, and a character past it (`/docs/%C4%80` decoded) made the reply fail after the session
+   * was stored, so a crafted link broke the sign-in; what browsers send is percent-encoded anyway.
+   */
+  const nextPaths = new RegExp(`^(${pages.map(escapeRegExp).join('|')})([/?#][!-\\[\\]-~]*)?$`);
   void fastify.register(async (scope) => {
     scope.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: 4096 }, (_request, body, done) =>
       done(null, Object.fromEntries(new URLSearchParams(body as string))),
@@ -64,6 +71,11 @@ export function registerLogin(fastify: FastifyInstance, { keys, failures, proxie
           return page(reply, 429, loginPage({ next, error: `Too many wrong keys from your address: try again in ${outcome.retryAfterSeconds} s.` }));
         }
         if ('wrong' in outcome) return page(reply, 401, loginPage({ next, error: 'That is not one of the keys.' }));
+        if (!opensAPage(outcome.holder)) {
+          const detail = `The key "${outcome.holder.name}" opens none of the pages served here (a client key opens the docs, which are off)`;
+          if (!/\btext\/html\b/.test(request.headers.accept ?? '')) return problem(new ApiError('FORBIDDEN', detail), request, reply);
+          return page(reply, 403, loginPage({ next, error: `${detail}.` }));
+        }
         const token = await sessions.open(outcome.holder);
         return reply.status(303).header('set-cookie', cookie.set(token)).header('location', next).header('cache-control', 'no-store').send();
       } catch (error) {
