@@ -318,8 +318,10 @@ describe('the admin role: ADMIN_API_KEYS for /admin/*, client keys for /v1, eith
 
 describe('weak keys', () => {
   it.each([
-    ['API_KEYS', { API_KEYS: `alice=key-a-0123456789abcdef,bob=${BOB}` }, 'API_KEYS: the key named "alice" is too weak', 'key-a-0123456789abcdef'],
-    ['ADMIN_API_KEYS', { ADMIN_API_KEYS: `ops=${'a'.repeat(64)}` }, 'ADMIN_API_KEYS: the key named "ops" is too weak', 'a'.repeat(64)],
+    // Keys a review started production with (#31): a run, a phrase, a named key.
+    ['API_KEYS', { API_KEYS: `alice=0123456789abcdef0123456789abcdef,bob=${BOB}` }, 'API_KEYS: the key named "alice" is too weak', '0123456789abcdef'],
+    ['API_KEYS', { API_KEYS: `alice=${ALICE},bob=Password!2024#Spring` }, 'API_KEYS: the key named "bob" is too weak', 'Password!2024#Spring'],
+    ['ADMIN_API_KEYS', { ADMIN_API_KEYS: 'ops=CompanyName-prod-api-key-2024-v1' }, 'ADMIN_API_KEYS: the key named "ops" is too weak', 'CompanyName'],
   ])('stop start-up, naming %s and the key, never the key itself', async (_variable, env, message, weak) => {
     const api = await startApp('api', production('weak', env), { waitFor: 'none' });
     let timer: NodeJS.Timeout | undefined;

@@ -42,6 +42,11 @@ describe('key strength', () => {
     ['a repeated pair', 'ab'.repeat(40)],
     ['a repeated run', 'abcd'.repeat(16)],
     ['15 random bytes as hex (120 bits)', randomBytes(15).toString('hex')],
+    ['a run, twice', '0123456789abcdef0123456789abcdef'],
+    ['a run of letters', 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz'],
+    ['a stretch repeated', `${randomBytes(8).toString('hex')}9f86d081${randomBytes(8).toString('hex')}9f86d081`],
+    ['a phrase', 'Password!2024#Spring'],
+    ['a named key', 'CompanyName-prod-api-key-2024-v1'],
   ])('refuses %s', (_name, key) => expect(keyWeakness(key)).toBeDefined());
 
   it('names the variable and the key, never the key itself', () => {

@@ -30,6 +30,34 @@ export function keyWeakness(key: string): string | undefined {
   const expected = alphabet * (1 - (1 - 1 / alphabet) ** key.length);
   const distinct = new Set(key).size;
   if (distinct < expected / 2) return `only ${distinct} distinct characters in ${key.length}: not random`;
+  return patterned(key);
+}
+
+/**
+ * Words people put in keys they choose (case ignored); 5 letters at least, so a random base64 key
+ * holds one about once in 50,000 and a hex key never.
+ */
+const CHOSEN_WORDS = [
+  'password', 'passwd', 'secret', 'admin', 'login', 'token', 'access', 'master', 'default', 'changeme', 'letmein', 'welcome',
+  'qwerty', 'asdfg', 'staging', 'production', 'develop', 'company', 'service', 'client', 'spring', 'summer', 'autumn',
+  'winter', 'monday', 'january', 'dragon', 'monkey', 'hello', 'super', 'private',
+];
+const CHOSEN = new RegExp(CHOSEN_WORDS.join('|'), 'i');
+
+/**
+ * Why `key` looks chosen or patterned rather than generated, or undefined. why these three: a run
+ * (`0123…`, `abcd…`) or a repeated stretch passes the estimate and the distinct-character count, and
+ * so does a phrase (`Password!2024#Spring`); each is a few of a random key's chances in a million
+ * (a step of ±1 between neighbours is 1 in 8 for hex; 8 characters twice, 1 in 10^5 for digits).
+ */
+export function patterned(key: string): string | undefined {
+  let steps = 0;
+  for (let i = 1; i < key.length; i++) if (Math.abs(key.charCodeAt(i) - key.charCodeAt(i - 1)) === 1) steps++;
+  if (steps >= (key.length - 1) / 2) return `${steps} of its ${key.length - 1} neighbouring characters run in sequence: not random`;
+  for (let i = 0; i + 8 <= key.length; i++) {
+    if (key.indexOf(key.slice(i, i + 8), i + 1) !== -1) return 'a stretch of 8 characters repeats: not random';
+  }
+  if (CHOSEN.test(key)) return 'it holds a word: a chosen key, not a generated one';
   return undefined;
 }
 
