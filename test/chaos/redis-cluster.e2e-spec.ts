@@ -1,7 +1,7 @@
 import { bullKey } from '@app/queue';
 import { distinctEcho, SubmitLoad } from '../support/failover';
 import { FailoverStack } from '../support/failover-stack';
-import { submit } from '../support/http';
+import { request, submit } from '../support/http';
 import { RedisClusterSet } from '../support/redis-ha';
 import { waitFor } from '../support/wait';
 
@@ -76,7 +76,7 @@ describe('Redis Cluster: the primary of the default queue fails over under load'
     ).catch((error: Error) => {
       throw new Error(`${error.message}; last reply ${JSON.stringify(lastReply)}`);
     });
-    const heavyMeanwhile = await submit(durable.url, 'spin', { tag: `cluster-heavy-${Date.now()}` }, { headers: FailoverStack.as('durable') });
+    const heavyMeanwhile = await submit(durable.url, 'spin', { tag: `cluster-heavy-${Date.now()}` }, { headers: { ...FailoverStack.as('durable'), 'job-tags': 'cluster-heavy' } });
     // WAIT blocks only the submissions' own connection: reads and readiness are not held up by it.
     const readyWhileUnreplicated = (await fetch(`${durable.url}/health/ready`)).status;
     await old.start();
@@ -86,6 +86,11 @@ describe('Redis Cluster: the primary of the default queue fails over under load'
     await Promise.all(stack.apps.map((app) => app.ready(30_000)));
     await load.acceptedInPhase(100);
     await load.stop();
+
+    // The listing indexes live in each queue's hash slot: a caller's list merges both shards'
+    // (the `heavy` job, the `default` job all four submissions joined), and its tag's index finds its job.
+    const listed = async (query: string) => ((await request(`${durable.url}/v1/jobs?${query}`, { headers: FailoverStack.as('durable') })).body as { items: Array<{ id: string }> }).items.map((item) => item.id);
+    const [spins, chaos, tagged] = await Promise.all([listed('type=spin&limit=100'), listed('type=chaos&limit=100'), listed('tag=cluster-heavy')]);
 
     const outcome = await stack.afterFailover();
     stack.print(outcome, load, {
@@ -104,6 +109,16 @@ describe('Redis Cluster: the primary of the default queue fails over under load'
     expect(unreplicated).toMatchObject({ status: 503, headers: expect.anything(), body: { code: 'NOT_REPLICATED' } });
     expect(unreplicated.headers.get('retry-after')).toMatch(/^\d+$/);
     expect(heavyMeanwhile.status).toBe(202);
+    expect(spins).toContain(heavyMeanwhile.body.id);
+    expect(chaos).toContain(joined[0].body.id);
+    expect(tagged).toEqual([heavyMeanwhile.body.id]);
+    // The sweep of ended jobs runs its script on the cluster: it failed only once the primary was
+    // killed, and each replica that failed swept again once the cluster had settled.
+    for (const app of stack.apps) {
+      const failed = app.logs.filter((l) => String(l.msg).startsWith('could not sweep'));
+      expect(failed.filter((l) => Number(l.time) < killedAt)).toEqual([]);
+      if (failed.length > 0) expect(app.logs.some((l) => l.msg === 'the listing index is swept again' && Number(l.time) > Number(failed[0].time))).toBe(true);
+    }
     expect(readyWhileUnreplicated).toBe(200);
     stack.expectRecovered(outcome, load, promoted);
     expect(load.accepted('durable', 'before')).toBeGreaterThan(0);
