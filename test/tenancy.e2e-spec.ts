@@ -13,6 +13,7 @@ const key = () => randomBytes(32).toString('hex');
 const ALICE = key();
 const BOB = key();
 const CAROL = key();
+const DAVE = key();
 const ADMIN = key();
 const as = (apiKey: string) => ({ 'x-api-key': apiKey });
 const fibonacci = coreJobs.find((d) => d.name === 'fibonacci')!;
@@ -133,110 +134,6 @@ describe('tenancy: one API key cannot see, cancel or poison another key\'s work'
     expect(final.error.message).not.toMatch(/^Withdrawn/);
   }, 60_000);
 
-  describe('listing (GET /v1/jobs, GET /admin/jobs) and tags', () => {
-    const run = randomBytes(4).toString('hex');
-    // Distinct short sums (a type of the `heavy` queue, so the listing merges two queues' indexes).
-    const sum = (i: number) => ({ n: 1000 + i });
-    const list = async (path: string, apiKey: string) => {
-      const res = await request(`${api.url}${path}`, { headers: as(apiKey) });
-      expect(res.status).toBe(200);
-      return res.body as { items: Array<{ id: string; type: string; status: string; tags?: string[] }>; next: string | null };
-    };
-    const ids = async (path: string, apiKey: string) => (await list(path, apiKey)).items.map((item) => item.id);
-
-    it('shows the caller its own tags (Job-Tags) and refuses malformed ones with a 400 problem, queueing nothing', async () => {
-      for (const header of ['a b', 'ok,', 'é', 't'.repeat(65), Array.from({ length: 11 }, (_, i) => `t${i}`).join(',')]) {
-        const refused = await submit(api.url, 'sum', sum(0), { headers: { ...as(CAROL), 'job-tags': header } });
-        expect(refused.status).toBe(400);
-        expect(refused.headers.get('content-type')).toContain('application/problem+json');
-        expect(refused.body).toMatchObject({ code: 'INVALID_HEADER', detail: expect.stringMatching(/^Job-Tags: /) });
-      }
-      expect((await list('/v1/jobs', CAROL)).items).toEqual([]);
-
-      const alice = await submit(api.url, 'sum', sum(1), { headers: { ...as(ALICE), 'job-tags': 'order:42, export' }, wait: 10 });
-      expect(alice.body).toMatchObject({ status: 'completed', tags: ['order:42', 'export'] });
-      // Bob gets the same job (a cache hit) with tags of his own; neither sees the other's.
-      const bob = await submit(api.url, 'sum', sum(1), { headers: { ...as(BOB), 'job-tags': 'mine' } });
-      expect(bob.body).toMatchObject({ id: alice.body.id, tags: ['mine'] });
-      expect((await getJob(api.url, alice.body.id, as(ALICE))).body.tags).toEqual(['order:42', 'export']);
-      expect((await getJob(api.url, alice.body.id, as(BOB))).body.tags).toEqual(['mine']);
-      expect(await ids('/v1/jobs?tag=order:42', ALICE)).toEqual([alice.body.id]);
-      expect(await ids('/v1/jobs?tag=order:42', BOB)).toEqual([]);
-      expect((await list('/v1/jobs?tag=mine', BOB)).items).toMatchObject([{ id: alice.body.id, tags: ['mine'] }]);
-      // An admin sees every caller's tags, and filters on any of them.
-      expect((await list(`/admin/jobs?tag=mine`, ADMIN)).items).toMatchObject([{ id: alice.body.id, tags: expect.arrayContaining(['order:42', 'export', 'mine']) }]);
-    });
-
-    it("lists only the caller's own jobs; an admin key lists everyone's, or one caller's", async () => {
-      let owned = 0;
-      const mine = async (apiKey: string, n: number) => {
-        const out: string[] = [];
-        for (let i = 0; i < n; i++) out.push((await submit(api.url, 'sum', sum(10 + owned++), { headers: as(apiKey) })).body.id);
-        return out.reverse(); // newest first
-      };
-      const alice = await mine(ALICE, 3);
-      const bob = await mine(BOB, 2);
-      const bobs = await ids('/v1/jobs?limit=100', BOB);
-      expect(bobs.slice(0, 2)).toEqual(bob);
-      expect(bobs.filter((id) => alice.includes(id))).toEqual([]);
-      expect((await ids('/v1/jobs?limit=100', ALICE)).slice(0, 3)).toEqual(alice);
-      const all = await ids('/admin/jobs?limit=100', ADMIN);
-      expect(all.slice(0, 5)).toEqual([...bob, ...alice]);
-      const alices = await ids('/admin/jobs?limit=100&caller=alice', ADMIN);
-      expect(alices.slice(0, 3)).toEqual(alice);
-      expect(alices.filter((id) => bob.includes(id))).toEqual([]);
-      // A client key may not list others' jobs; no key, nothing.
-      expect((await request(`${api.url}/admin/jobs`, { headers: as(ALICE) })).status).toBe(403);
-      expect((await request(`${api.url}/admin/jobs`)).status).toBe(401);
-      expect((await request(`${api.url}/v1/jobs`)).status).toBe(401);
-    });
-
-    it('pages newest first with a cursor that neither repeats nor skips while jobs are added', async () => {
-      // One batch: 23 jobs added in one addBulk, most in the same millisecond (ties broken by id).
-      const batch = await request(`${api.url}/v1/jobs/sum/batch`, {
-        method: 'POST',
-        headers: { ...as(ALICE), 'job-tags': `page-${run}` },
-        json: { items: Array.from({ length: 23 }, (_, i) => sum(100 + i)) },
-      });
-      expect(batch.status).toBeLessThan(300);
-      const expected = new Set<string>(batch.body.items.map((item: { job: { id: string } }) => item.job.id));
-      const seen: string[] = [];
-      let cursor: string | null = null;
-      let added = 0;
-      do {
-        const page = await list(`/v1/jobs?tag=page-${run}&limit=5${cursor ? `&cursor=${cursor}` : ''}`, ALICE);
-        expect(page.items.length).toBeLessThanOrEqual(5);
-        seen.push(...page.items.map((item) => item.id));
-        cursor = page.next;
-        // Newer jobs with the same tag arrive between pages: they sort before the cursor, never after it.
-        await submit(api.url, 'sum', sum(200 + added++), { headers: { ...as(ALICE), 'job-tags': `page-${run}` } });
-      } while (cursor);
-      expect(new Set(seen).size).toBe(seen.length);
-      expect(new Set(seen)).toEqual(expected);
-      expect(added).toBeGreaterThanOrEqual(5);
-      // The first page now starts with the latest of them.
-      expect((await list(`/v1/jobs?tag=page-${run}&limit=${added}`, ALICE)).items.every((item) => !expected.has(item.id))).toBe(true);
-    });
-
-    it('filters on type, status and time, and refuses a malformed query with a 400 problem', async () => {
-      const before = new Date().toISOString();
-      const done = await submit(api.url, 'sum', sum(300), { headers: as(CAROL), wait: 10 });
-      const queued = await submit(api.url, 'fibonacci', { n: 45 }, { headers: as(CAROL) }); // runs for seconds
-      expect(await ids('/v1/jobs?type=sum', CAROL)).toEqual([done.body.id]);
-      expect(await ids('/v1/jobs?type=fibonacci', CAROL)).toEqual([queued.body.id]);
-      expect(await ids('/v1/jobs?status=completed', CAROL)).toEqual([done.body.id]);
-      expect(await ids(`/v1/jobs?since=${before}`, CAROL)).toEqual([queued.body.id, done.body.id]);
-      expect(await ids(`/v1/jobs?until=${before}`, CAROL)).toEqual([]);
-      expect(await ids(`/v1/jobs?since=${encodeURIComponent(new Date(Date.now() + 60_000).toISOString())}`, CAROL)).toEqual([]);
-      await request(`${api.url}/v1/jobs/${queued.body.id}`, { method: 'DELETE', headers: as(CAROL) });
-      for (const query of ['limit=0', 'status=done', 'since=yesterday', 'type=nope', 'cursor=abc', 'tag=a%20b']) {
-        const res = await request(`${api.url}/v1/jobs?${query}`, { headers: as(CAROL) });
-        expect(res.status).toBe(400);
-        expect(res.body).toMatchObject({ code: 'INVALID_QUERY', detail: expect.stringMatching(new RegExp(`^${query.split('=')[0]}: `)) });
-      }
-    });
-  });
-
   it('an invalid batch item nested 200,000 levels deep fails alone under an Idempotency-Key too, and its retry is a replay', async () => {
     let deep: unknown = 1;
     for (let i = 0; i < 200_000; i++) deep = [deep];
@@ -286,13 +183,15 @@ describe('tenancy: one API key cannot see, cancel or poison another key\'s work'
 });
 
 /**
- * Apps with API keys and the test job types (registered only with CHAOS_JOBS, so NODE_ENV=test): a
+ * Apps with API keys and the test job types (registered only with CHAOS_JOBS, so NODE_ENV=test): each
+ * caller lists its own jobs (of test types, so removing the examples leaves the suite whole), a
  * `share: 'caller'` input is never confirmed to another key, and each key gets its fair share of the
  * queue (libs/queue's fair-share.ts): carol may run one job at once and have three waiting.
  */
 describe('tenancy: keys with the test job types', () => {
   const env = stackEnv('tenancy-share', {
-    API_KEYS: `alice=${ALICE},bob=${BOB},carol=${CAROL}`,
+    API_KEYS: `alice=${ALICE},bob=${BOB},carol=${CAROL},dave=${DAVE}`,
+    ADMIN_API_KEYS: `ops=${ADMIN}`,
     CALLER_LIMITS: 'carol:concurrency=1,carol:queued=3',
     // A timed-out job in seconds, a killed worker's job taken back in seconds.
     JOB_TIMEOUT_MS: '4000',
@@ -441,6 +340,111 @@ describe('tenancy: keys with the test job types', () => {
     const runs = jobs.map((job) => [job.processedOn!, job.finishedOn!]).sort((a, b) => a[0] - b[0]);
     for (let i = 1; i < runs.length; i++) expect(runs[i][0]).toBeGreaterThanOrEqual(runs[i - 1][1]);
     await drained();
+  });
+
+  describe('listing (GET /v1/jobs, GET /admin/jobs) and tags', () => {
+    const run = randomBytes(4).toString('hex');
+    // Distinct jobs of a test type on the `heavy` queue that take no time (so the listing merges two
+    // queues' indexes); a test type, so the README's removal of the examples leaves this suite whole.
+    const spin = (i: number) => ({ ms: 0, tag: `t${1000 + i}` });
+    const list = async (path: string, apiKey: string) => {
+      const res = await request(`${api!.url}${path}`, { headers: as(apiKey) });
+      expect(res.status).toBe(200);
+      return res.body as { items: Array<{ id: string; type: string; status: string; tags?: string[] }>; next: string | null };
+    };
+    const ids = async (path: string, apiKey: string) => (await list(path, apiKey)).items.map((item) => item.id);
+
+    it('shows the caller its own tags (Job-Tags) and refuses malformed ones with a 400 problem, queueing nothing', async () => {
+      for (const header of ['a b', 'ok,', 'é', 't'.repeat(65), Array.from({ length: 11 }, (_, i) => `t${i}`).join(',')]) {
+        const refused = await submit(api!.url, 'spin', spin(0), { headers: { ...as(DAVE), 'job-tags': header } });
+        expect(refused.status).toBe(400);
+        expect(refused.headers.get('content-type')).toContain('application/problem+json');
+        expect(refused.body).toMatchObject({ code: 'INVALID_HEADER', detail: expect.stringMatching(/^Job-Tags: /) });
+      }
+      expect((await list('/v1/jobs', DAVE)).items).toEqual([]);
+
+      const alice = await submit(api!.url, 'spin', spin(1), { headers: { ...as(ALICE), 'job-tags': 'order:42, export' }, wait: 10 });
+      expect(alice.body).toMatchObject({ status: 'completed', tags: ['order:42', 'export'] });
+      // Bob gets the same job (a cache hit) with tags of his own; neither sees the other's.
+      const bob = await submit(api!.url, 'spin', spin(1), { headers: { ...as(BOB), 'job-tags': 'mine' } });
+      expect(bob.body).toMatchObject({ id: alice.body.id, tags: ['mine'] });
+      expect((await getJob(api!.url, alice.body.id, as(ALICE))).body.tags).toEqual(['order:42', 'export']);
+      expect((await getJob(api!.url, alice.body.id, as(BOB))).body.tags).toEqual(['mine']);
+      expect(await ids('/v1/jobs?tag=order:42', ALICE)).toEqual([alice.body.id]);
+      expect(await ids('/v1/jobs?tag=order:42', BOB)).toEqual([]);
+      expect((await list('/v1/jobs?tag=mine', BOB)).items).toMatchObject([{ id: alice.body.id, tags: ['mine'] }]);
+      // An admin sees every caller's tags, and filters on any of them.
+      expect((await list(`/admin/jobs?tag=mine`, ADMIN)).items).toMatchObject([{ id: alice.body.id, tags: expect.arrayContaining(['order:42', 'export', 'mine']) }]);
+    });
+
+    it("lists only the caller's own jobs; an admin key lists everyone's, or one caller's", async () => {
+      let owned = 0;
+      const mine = async (apiKey: string, n: number) => {
+        const out: string[] = [];
+        for (let i = 0; i < n; i++) out.push((await submit(api!.url, 'spin', spin(10 + owned++), { headers: as(apiKey) })).body.id);
+        return out.reverse(); // newest first
+      };
+      const alice = await mine(ALICE, 3);
+      const bob = await mine(BOB, 2);
+      const bobs = await ids('/v1/jobs?limit=100', BOB);
+      expect(bobs.slice(0, 2)).toEqual(bob);
+      expect(bobs.filter((id) => alice.includes(id))).toEqual([]);
+      expect((await ids('/v1/jobs?limit=100', ALICE)).slice(0, 3)).toEqual(alice);
+      const all = await ids('/admin/jobs?limit=100', ADMIN);
+      expect(all.slice(0, 5)).toEqual([...bob, ...alice]);
+      const alices = await ids('/admin/jobs?limit=100&caller=alice', ADMIN);
+      expect(alices.slice(0, 3)).toEqual(alice);
+      expect(alices.filter((id) => bob.includes(id))).toEqual([]);
+      // A client key may not list others' jobs; no key, nothing.
+      expect((await request(`${api!.url}/admin/jobs`, { headers: as(ALICE) })).status).toBe(403);
+      expect((await request(`${api!.url}/admin/jobs`)).status).toBe(401);
+      expect((await request(`${api!.url}/v1/jobs`)).status).toBe(401);
+    });
+
+    it('pages newest first with a cursor that neither repeats nor skips while jobs are added', async () => {
+      // One batch: 23 jobs added in one addBulk, most in the same millisecond (ties broken by id).
+      const batch = await request(`${api!.url}/v1/jobs/spin/batch`, {
+        method: 'POST',
+        headers: { ...as(ALICE), 'job-tags': `page-${run}` },
+        json: { items: Array.from({ length: 23 }, (_, i) => spin(100 + i)) },
+      });
+      expect(batch.status).toBeLessThan(300);
+      const expected = new Set<string>(batch.body.items.map((item: { job: { id: string } }) => item.job.id));
+      const seen: string[] = [];
+      let cursor: string | null = null;
+      let added = 0;
+      do {
+        const page = await list(`/v1/jobs?tag=page-${run}&limit=5${cursor ? `&cursor=${cursor}` : ''}`, ALICE);
+        expect(page.items.length).toBeLessThanOrEqual(5);
+        seen.push(...page.items.map((item) => item.id));
+        cursor = page.next;
+        // Newer jobs with the same tag arrive between pages: they sort before the cursor, never after it.
+        await submit(api!.url, 'spin', spin(200 + added++), { headers: { ...as(ALICE), 'job-tags': `page-${run}` } });
+      } while (cursor);
+      expect(new Set(seen).size).toBe(seen.length);
+      expect(new Set(seen)).toEqual(expected);
+      expect(added).toBeGreaterThanOrEqual(5);
+      // The first page now starts with the latest of them.
+      expect((await list(`/v1/jobs?tag=page-${run}&limit=${added}`, ALICE)).items.every((item) => !expected.has(item.id))).toBe(true);
+    });
+
+    it('filters on type, status and time, and refuses a malformed query with a 400 problem', async () => {
+      const before = new Date().toISOString();
+      const done = await submit(api!.url, 'spin', spin(300), { headers: as(DAVE), wait: 10 });
+      const queued = await submit(api!.url, 'fibonacci', { n: 45 }, { headers: as(DAVE) }); // runs for seconds
+      expect(await ids('/v1/jobs?type=spin', DAVE)).toEqual([done.body.id]);
+      expect(await ids('/v1/jobs?type=fibonacci', DAVE)).toEqual([queued.body.id]);
+      expect(await ids('/v1/jobs?status=completed', DAVE)).toEqual([done.body.id]);
+      expect(await ids(`/v1/jobs?since=${before}`, DAVE)).toEqual([queued.body.id, done.body.id]);
+      expect(await ids(`/v1/jobs?until=${before}`, DAVE)).toEqual([]);
+      expect(await ids(`/v1/jobs?since=${encodeURIComponent(new Date(Date.now() + 60_000).toISOString())}`, DAVE)).toEqual([]);
+      await request(`${api!.url}/v1/jobs/${queued.body.id}`, { method: 'DELETE', headers: as(DAVE) });
+      for (const query of ['limit=0', 'status=done', 'since=yesterday', 'type=nope', 'cursor=abc', 'tag=a%20b']) {
+        const res = await request(`${api!.url}/v1/jobs?${query}`, { headers: as(DAVE) });
+        expect(res.status).toBe(400);
+        expect(res.body).toMatchObject({ code: 'INVALID_QUERY', detail: expect.stringMatching(new RegExp(`^${query.split('=')[0]}: `)) });
+      }
+    });
   });
 });
 

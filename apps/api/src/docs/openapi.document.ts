@@ -64,9 +64,23 @@ export function buildOpenApiDocument(app: INestApplication, registry: JobRegistr
       const problems = [...(guarded ? KEY_PROBLEMS : []), ...(v1 ? V1_PROBLEMS : [])];
       for (const code of problems) {
         const { status, ...response } = problemResponse(API_ERRORS[code].status, [code]);
-        operation.responses[status] ??= response;
+        const declared = operation.responses[status] as ProblemResponse | undefined;
+        // why merge, not skip: a route may declare other problems of the same status (429 CALLER_BACKLOG_FULL beside RATE_LIMITED).
+        if (!declared) operation.responses[status] = response;
+        else mergeProblem(declared, response);
       }
     }
   }
   return document;
+}
+
+type ProblemResponse = Omit<ReturnType<typeof problemResponse>, 'status'>;
+
+/** Adds `extra`'s problem example and description to a response the route already declares for its status. */
+function mergeProblem(declared: ProblemResponse, extra: ProblemResponse): void {
+  const into = declared.content['application/problem+json'];
+  const [code, example] = Object.entries(extra.content['application/problem+json'].examples)[0];
+  if (into.examples[code]) return;
+  into.examples[code] = example;
+  declared.description = `${declared.description}; ${extra.description}`;
 }
