@@ -163,7 +163,7 @@ describe('metrics', () => {
 
   it('reports each Redis connection role as connected', () => {
     const up = (samples: Sample[]) => Object.fromEntries(series(samples, METRICS.redisConnected).map((s) => [s.labels.connection, s.value]));
-    expect(up(apiSamples)).toEqual({ queue: 1, cache: 1, events: 1, deadlines: 1 });
+    expect(up(apiSamples)).toEqual({ queue: 1, cache: 1, events: 1, deadlines: 1, listing: 1 });
     expect(up(workerSamples)).toEqual({ queue: 1, cache: 1, cancel: 1 });
   });
 

@@ -20,8 +20,12 @@ interface View {
   status: string;
 }
 
-/** The types whose memory per job is measured: the shipped ones, and bench-sum, the trivial job the depth figures queue. */
-const TYPES: readonly JobDefinition[] = [...coreJobs, benchJobs.sum];
+/**
+ * The types whose memory per job is measured: the shipped ones, and bench-sum, the trivial job the
+ * depth figures queue. Not the types that take files (thumbnail): a JSON body cannot submit them, and
+ * what a job keeps in Redis is then a reference, whatever the file's size.
+ */
+const TYPES: readonly JobDefinition[] = [...coreJobs, benchJobs.sum].filter((def) => Object.keys(def.files).length === 0);
 
 /** The most jobs waiting that the bench's own stack admits (MAX_BACKLOG), above every depth measured. */
 const BACKLOG_LIMIT = 2_000_000;

@@ -7,7 +7,7 @@ import { METRICS } from './metric-names';
  * `connections` later (the webhooks', opened at bootstrap) is reported from then on. Labels: `queue`
  * (BullMQ and the app's reads), `cache` (result cache), `submit` (the API's submissions, with
  * REDIS_MIN_REPLICAS_ACK), `events` (the API's job notices), `deadlines` (the API's start-deadline
- * passes), `webhooks` (the API's deliveries, with webhooks on), `cancel` (the worker's cancel subscriber).
+ * passes), `listing` (the API's sweeps of the listing index), `webhooks` (the API's deliveries, with webhooks on), `cancel` (the worker's cancel subscriber).
  */
 export function registerRedisMetrics(registry: Registry, connections: Iterable<{ connection: string; client: { readonly status: string } }>): void {
   new Gauge({

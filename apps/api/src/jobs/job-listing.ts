@@ -3,7 +3,7 @@ import { CONFIG, type Config } from '@app/config';
 import { JobRegistry } from '@app/jobs';
 import { type Logger, LOGGER } from '@app/logging';
 import { jobTagsKey, listingEndsKey, listingKey, PAGE, SWEEP_ENDED, sweepArgs } from '@app/queue';
-import type { RedisClient } from '@app/redis';
+import { RedisConnections, type RedisClient } from '@app/redis';
 import { ApiError } from '../http/api-error';
 import { JobQueues, QUEUE_REDIS } from '../queues/queue.providers';
 import { ANONYMOUS } from '../security/caller';
@@ -56,6 +56,8 @@ export class JobListing implements OnApplicationBootstrap, OnApplicationShutdown
   private sweeping = Promise.resolve();
   private failing = false;
   private readonly logger: Logger;
+  /** why a connection of its own: its sweeps, once a second however idle, stay off the request path's. */
+  private readonly sweeper: RedisClient;
 
   constructor(
     private readonly queues: JobQueues,
@@ -65,8 +67,10 @@ export class JobListing implements OnApplicationBootstrap, OnApplicationShutdown
     @Inject(QUEUE_REDIS) private readonly redis: RedisClient,
     @Inject(CONFIG) private readonly config: Config,
     @Inject(LOGGER) logger: Logger,
+    connections: RedisConnections,
   ) {
     this.logger = logger.child({ context: JobListing.name });
+    this.sweeper = connections.open('listing', config.queueRedis, 'request', 'nest-offload:api-listing');
   }
 
   onApplicationBootstrap(): void {
@@ -141,7 +145,7 @@ export class JobListing implements OnApplicationBootstrap, OnApplicationShutdown
     try {
       for (const queue of this.registry.queues()) {
         const args = sweepArgs(this.config.redisPrefix, queue, this.owners.enabled, ANONYMOUS.scope);
-        while (((await SWEEP_ENDED.run(this.redis, listingEndsKey(this.config.redisPrefix, queue), Date.now(), SWEEP_BATCH, ...args)) as number) === SWEEP_BATCH);
+        while (((await SWEEP_ENDED.run(this.sweeper, listingEndsKey(this.config.redisPrefix, queue), Date.now(), SWEEP_BATCH, ...args)) as number) === SWEEP_BATCH);
       }
       if (this.failing) this.logger.info('the listing index is swept again');
       this.failing = false;

@@ -43,12 +43,13 @@ const KEY_NAME = /^[\w.-]{1,64}$/;
  * Listing jobs (docs/api.md#listing-jobs): a caller's own at GET /v1/jobs, any caller's for admin
  * keys at GET /admin/jobs (registerAdminAccess guards /admin/*).
  */
-@ApiTags('jobs')
+// why a tag per route, not the class's: an operation under two tags is shown twice in the docs page.
 @Controller()
 export class ListingController {
   constructor(private readonly listing: JobListing) {}
 
   @Get('v1/jobs')
+  @ApiTags('jobs')
   @ApiOperation({
     summary: 'List your jobs',
     description: 'The jobs the caller submitted or joined (every type), newest first, while each is readable; filters combine. The cursor stays correct while jobs are added and removed.',
