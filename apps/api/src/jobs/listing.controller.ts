@@ -43,13 +43,13 @@ const KEY_NAME = /^[\w.-]{1,64}$/;
  * Listing jobs (docs/api.md#listing-jobs): a caller's own at GET /v1/jobs, any caller's for admin
  * keys at GET /admin/jobs (registerAdminAccess guards /admin/*).
  */
-// why a tag per route, not the class's: an operation under two tags is shown twice in the docs page.
+// why one tag for both routes: an operation under two tags is shown twice in the docs page.
+@ApiTags('jobs')
 @Controller()
 export class ListingController {
   constructor(private readonly listing: JobListing) {}
 
   @Get('v1/jobs')
-  @ApiTags('jobs')
   @ApiOperation({
     summary: 'List your jobs',
     description: 'The jobs the caller submitted or joined (every type), newest first, while each is readable; filters combine. The cursor stays correct while jobs are added and removed.',
@@ -62,7 +62,6 @@ export class ListingController {
   }
 
   @Get('admin/jobs')
-  @ApiTags('admin')
   @ApiOperation({ summary: 'List any caller’s jobs (admin keys)', description: 'As `GET /v1/jobs`, for every caller, or for the API key named by `caller`.' })
   @ListingFilters()
   @ApiQuery({ name: 'caller', required: false, description: 'The name of an API key (`API_KEYS`): only its jobs.', schema: { type: 'string', pattern: KEY_NAME.source } })
