@@ -51,7 +51,7 @@ describe('Redis connections of the API', () => {
     const api = await startApp('api', { ...env, REDIS_MIN_REPLICAS_ACK: '1' });
     apps.push(api);
     const up = Object.fromEntries(series(await scrape(api.url), METRICS.redisConnected).map((s) => [s.labels.connection, s.value]));
-    expect(up).toEqual({ queue: 1, cache: 1, events: 1, submit: 1, deadlines: 1, ...(present('webhooks') && { webhooks: 1 }) });
+    expect(up).toEqual({ queue: 1, cache: 1, events: 1, submit: 1, deadlines: 1, listing: 1, ...(present('webhooks') && { webhooks: 1 }) });
     expect(await api.stop()).toBe(0);
   });
 

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { type Job, Queue } from 'bullmq';
 import IORedis from 'ioredis';
-import { canonicalJson, contentKey, coreJobs } from '@app/jobs';
-import { type CallerShare, callerShares, type JobData, ownersKey, queuePrefix, watchersKey } from '@app/queue';
+import { allJobs, canonicalJson, contentKey, coreJobs } from '@app/jobs';
+import { type CallerShare, callerShares, type JobData, ownersKey, PARK_DELAY_MS, queuePrefix, watchersKey } from '@app/queue';
 import { AppProcess, AppEnv, startAll, startApp, stackEnv } from './support/apps';
 import { ifPresent } from './support/capabilities';
 import { getJob, readEvents, request, submit } from './support/http';
@@ -313,6 +313,15 @@ describe('tenancy: keys with the test job types', () => {
     // The job stalled, BullMQ gave it to the new worker, it ran to its end; then carol's next one runs.
     expect(await view(long.body.id)).toMatchObject({ status: 'completed' });
     await nextRuns();
+    await drained();
+  });
+
+  ifPresent('fair-share').it('fair share: a job parked in BullMQ whose share a failover lost runs once a worker heals the queue', async () => {
+    // What a promoted replica that had the add and not the park (next in the same round trip) holds.
+    const echo = allJobs.find((d) => d.name === 'echo')!;
+    const inputJson = canonicalJson({ n: 1 + randomBytes(4).readUInt32BE() });
+    const job = await queue.add('echo', { inputJson, version: echo.version, key: contentKey(echo, inputJson), caller: 'bob' }, { delay: PARK_DELAY_MS });
+    await waitFor(async () => (await queue.getJobState(job.id!)) === 'completed', { timeoutMs: 20_000, what: 'the orphaned parked job completed' });
     await drained();
   });
 

@@ -23,7 +23,8 @@ import { bullKey, fairKey } from './queue.keys';
  * HEAL_INTERVAL_MS, settles what nobody did (a worker killed between BullMQ's completion and its
  * settle, a job BullMQ failed as stalled too often, a released job removed while waiting), so no
  * caller's count stays up after a fault. A job a stalled worker held stays released (BullMQ puts it
- * back in wait) and so counted, until it ends.
+ * back in wait) and so counted, until it ends. \`heal\` also gives back to its caller's share a job
+ * parked in BullMQ whose share a failover lost (see the script).
  *
  * Cost per job: one script at submission (in the add's own round trip) and one when it ends (not
  * awaited), each touching O(1) keys: the ring is popped and pushed, never scanned. `heal` reads every
@@ -141,6 +142,27 @@ elseif op == 'forget' then
   end
   return forgotten
 elseif op == 'heal' then
+  -- A job parked in BullMQ whose share was lost (a failover to a replica that had the add and not
+  -- the park, which follows it in the same round trip) goes into its caller's share from its data.
+  -- why only when counted more: parked jobs are never fewer in BullMQ's delayed set than in
+  -- \`parked\` otherwise, so the usual heal reads two counts, not the jobs.
+  local t = rcall('TIME')
+  local floor = (tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + ${PARK_DELAY_MS / 2}) * 0x1000
+  if rcall('ZCOUNT', delayedKey, floor, '+inf') > rcall('ZCARD', parked) then
+    for _, id in ipairs(rcall('ZRANGEBYSCORE', delayedKey, floor, '+inf')) do
+      if not rcall('ZSCORE', parked, id) then
+        local data = rcall('HGET', bullBase .. id, 'data')
+        local c = data and cjson.decode(data).caller
+        if type(c) == 'string' then
+          local n = rcall('INCR', seq)
+          local priority = tonumber(rcall('HGET', bullBase .. id, 'priority')) or 0
+          rcall('ZADD', waitingOf(c), 'NX', priority * 0x100000000 + n % 0x100000000, id)
+          rcall('ZADD', parked, n, id)
+          offer(c)
+        end
+      end
+    end
+  end
   local callers = rcall('HKEYS', limits)
   for _, c in ipairs(callers) do
     for _, id in ipairs(rcall('SMEMBERS', runningOf(c))) do settle(c, id) end
