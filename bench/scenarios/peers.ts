@@ -9,7 +9,7 @@ import type { ScenarioReport } from '../report/report.types';
 import { park, readMetric, redisCommandCount, redisServerPid, resume, startNode, startTemplateApp } from '../support/stack';
 import { Rounds, summarize } from '../support/stats';
 import { childrenOf, hostCpu, HostCpu, hostCpuShares } from '../support/host-cpu';
-import { SchedCounters, schedCounters } from '../tuning/sched-counters';
+import { SchedCounters, schedCounters, untilQuiet } from '../tuning/sched-counters';
 import { BenchContext, fresh, nextTrivial, rotate, Scenario, sleep } from './context';
 import { peersReport } from './peers.report';
 
@@ -238,15 +238,7 @@ export class PeersScenario implements Scenario<ScenarioReport> {
     toResume.forEach((p) => this.live.add(p));
     if (toResume.length === 0) return;
     const pids = this.sides!.flatMap((s) => [...s.apis, s.worker]).filter((p) => !this.extras.includes(p) || this.live.has(p)).map((p) => p.pid);
-    const total = () => pids.reduce((sum, pid) => sum + schedCounters(pid).cpuMs, 0);
-    const deadline = Date.now() + 10_000;
-    for (let last = total(); Date.now() < deadline; ) {
-      await sleep(200);
-      const now = total();
-      if (now - last < 10) return;
-      last = now;
-    }
-    this.ctx.progress.log('  (the resumed replicas were still busy after 10 s of waiting; measuring anyway)');
+    if (!(await untilQuiet(pids))) this.ctx.progress.log('  (the resumed replicas were still busy after 10 s of waiting; measuring anyway)');
   }
 
   /** CPU ms of the side's first `n` APIs, its worker and Redis (own server only), and Redis's command count (idem). */

@@ -4,8 +4,8 @@ import { ms, num, perS, ratio, spreadOf } from '../report/format';
 import type { ChartPanel, Row } from '../report/report.types';
 import { park, resume, startTemplateApp } from '../support/stack';
 import type { Rounds } from '../support/stats';
-import { schedCounters } from '../tuning/sched-counters';
-import { BenchContext, rotate, sleep } from './context';
+import { schedCounters, untilQuiet } from '../tuning/sched-counters';
+import { BenchContext, rotate } from './context';
 
 /** `after` is the build under test (BENCH_DIST or ./dist), `before` the previous one (BENCH_BEFORE_DIST). */
 type Build = 'after' | 'before';
@@ -169,15 +169,7 @@ export class FleetLegs {
    * a replica of the before build first reads every job event it missed while parked.
    */
   private async settle(running: AppProcess[]): Promise<void> {
-    const total = () => running.reduce((sum, p) => sum + schedCounters(p.pid).cpuMs, 0);
-    const deadline = Date.now() + 10_000;
-    for (let last = total(); Date.now() < deadline; ) {
-      await sleep(200);
-      const now = total();
-      if (now - last < 10) return;
-      last = now;
-    }
-    this.ctx.progress.log('  (the fleet was still busy after 10 s of waiting; measuring anyway)');
+    if (!(await untilQuiet(running.map((p) => p.pid)))) this.ctx.progress.log('  (the fleet was still busy after 10 s of waiting; measuring anyway)');
   }
 
   /** The fleet's rows of the results table. */

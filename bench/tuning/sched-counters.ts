@@ -39,3 +39,19 @@ export function delta(after: SchedCounters, before: SchedCounters): SchedCounter
     involuntary: after.involuntary - before.involuntary,
   };
 }
+
+/**
+ * Waits until `pids` together use less than 10 ms of CPU in 200 ms (what they were doing has ended),
+ * for at most 10 s; resolves false when they were still busy then.
+ */
+export async function untilQuiet(pids: readonly number[]): Promise<boolean> {
+  const total = () => pids.reduce((sum, pid) => sum + schedCounters(pid).cpuMs, 0);
+  const deadline = Date.now() + 10_000;
+  for (let last = total(); Date.now() < deadline; ) {
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const now = total();
+    if (now - last < 10) return true;
+    last = now;
+  }
+  return false;
+}
