@@ -4,9 +4,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { buffer } from 'node:stream/consumers';
-import { type BlobStore, blobStoreProblem, isBlobStoreError, openBlobStore, openConfiguredBlobStore } from '@app/blobs';
+import IORedis from 'ioredis';
+import { type BlobStore, blobStoreProblem, isBlobStoreError, openBlobStore, openConfiguredBlobStore, stagingKeyOf } from '@app/blobs';
 import { blobTargetOf } from '@app/config';
+import { BlobLeases, sweepBlobs } from '@app/queue';
+import { uniquePrefix } from './support/apps';
 import { S3_CREDENTIALS, S3Server } from './support/s3-server';
+
+const HOUR = 3600_000;
 
 const keysOf = async (store: BlobStore, prefix?: string) => {
   const keys: string[] = [];
@@ -122,6 +127,49 @@ describe('blob stores', () => {
       const res = await fetch(get);
       expect(await res.text()).toBe('png bytes');
       expect(res.headers.get('content-disposition')).toContain("filename*=UTF-8''thumb%20%C3%BC.png");
+    });
+
+    it('deletes an object once its last lease passes, never while one holds it, and what no lease covers after a grace', async () => {
+      const redis = new IORedis(process.env.E2E_REDIS_URL!);
+      const leases = new BlobLeases(redis, uniquePrefix(`leases-${kind}`));
+      const sweep = (now: number, list = false) => sweepBlobs(store(), leases, { now, list, stagedMaxAgeMs: 2 * HOUR, orphanGraceMs: HOUR });
+      try {
+        const [shared, alone, orphan] = ['a', 'b', 'c'].map((c) => `sha256/${c}${c}/${c.repeat(64)}`);
+        for (const key of [shared, alone, orphan]) await store().write(key, Buffer.from(key));
+        const now = Date.now();
+        // Two users of `shared` (a job's input, then another job's), one of `alone`: a lease is only ever raised.
+        expect(await leases.hold([shared, alone], now + HOUR)).toEqual([shared, alone]);
+        expect(await leases.hold([shared], now + 3 * HOUR)).toEqual([]);
+        expect(await leases.hold([shared], now + 2 * HOUR)).toEqual([]);
+        // A staged write older than the upload expiry (2 h here) is abandoned (its writer died); a recent one is not.
+        const [oldStaging, newStaging] = [stagingKeyOf(now - 2 * HOUR), stagingKeyOf(now)];
+        for (const key of [oldStaging, newStaging]) await store().write(key, Buffer.from('x'));
+
+        expect(await sweep(now + HOUR + 1, true)).toEqual({ deleted: 1, adopted: 1, abandoned: 1 });
+        expect(await keysOf(store())).toEqual([orphan, shared, newStaging].sort());
+        // The object without a lease got one of the grace: gone after it, as `shared` after its last lease.
+        expect(await sweep(now + 2 * HOUR + 2)).toEqual({ deleted: 1, adopted: 0, abandoned: 0 });
+        expect(await sweep(now + 3 * HOUR + 1)).toEqual({ deleted: 1, adopted: 0, abandoned: 0 });
+        expect(await keysOf(store())).toEqual([newStaging]);
+        expect(await leases.counts()).toEqual({ leased: 0, deleting: 0 });
+        // A file written again after its object was swept has no lease: its writer checks it is there (holdWritten).
+        expect(await leases.holdWritten(store(), [alone], now + HOUR)).toEqual([alone]);
+        await store().write(alone, Buffer.from(alone));
+        expect(await leases.holdWritten(store(), [alone], now + HOUR)).toEqual([]);
+        // A lease taken while a sweep deletes the object waits for the deletion to end: its user then writes it anew.
+        expect(await leases.takeDue(now + HOUR, Date.now() + 10_000, 10)).toEqual([alone]);
+        let deletedAt = 0;
+        const deleting = new Promise((resolve) => setTimeout(resolve, 300)).then(async () => {
+          await store().delete([alone]);
+          deletedAt = Date.now();
+          await leases.deletedAll([alone]);
+        });
+        expect(await leases.hold([alone], now + 2 * HOUR)).toEqual([alone]);
+        expect(deletedAt).toBeGreaterThan(0);
+        await deleting;
+      } finally {
+        await redis.quit();
+      }
     });
 
     it('passes the start-up check', async () => {

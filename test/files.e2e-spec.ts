@@ -5,12 +5,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Queue } from 'bullmq';
 import IORedis from 'ioredis';
-import { type BlobStore, blobKeyOf, openBlobStore } from '@app/blobs';
+import { type BlobStore, blobKeyOf, openBlobStore, stagingKeyOf } from '@app/blobs';
 import { blobTargetOf } from '@app/config';
-import { queuePrefix } from '@app/queue';
+import { BlobLeases, queuePrefix, sweepBlobs } from '@app/queue';
 import { type AppProcess, startAll, startApp, stackEnv } from './support/apps';
 import { request, resultOf } from './support/http';
-import { ifPresent } from './support/capabilities';
+import { ifPresent, present } from './support/capabilities';
 import { fileTypeCases } from './support/file-cases';
 import { S3_CREDENTIALS, S3Server } from './support/s3-server';
 import { waitFor } from './support/wait';
@@ -35,6 +35,7 @@ function form(input: unknown, files: Record<string, Buffer>, type = 'image/png')
 
 interface Stack {
   kind: 'file' | 's3';
+  env: Record<string, string | undefined>;
   api: AppProcess;
   worker: AppProcess;
   store: BlobStore;
@@ -80,6 +81,7 @@ describe('file inputs', () => {
       const env = envs[kind];
       stacks[kind] = {
         kind,
+        env,
         api: started[i * 2],
         worker: started[i * 2 + 1],
         store: openBlobStore(blobTargetOf(env.BLOB_STORE_URL!) as never),
@@ -349,5 +351,44 @@ describe('file inputs', () => {
     } finally {
       await s3.startServer();
     }
+  });
+
+  // Last: it moves time past every lease, as the stores' real sweeps will.
+  describe.each(['file', 's3'] as const)('lifecycle of the %s store', (kind) => {
+    it('leaves no object once the jobs, their cache entries and the uploads have expired', async () => {
+      const stack = stacks[kind]!;
+      const prefix = stack.env.REDIS_PREFIX!;
+      const leases = new BlobLeases(redis, prefix);
+      // One file job more, whose input another job of the suite shared (content addressing), and one of its own.
+      const shared = png(10_000);
+      for (const label of ['one', 'two']) expect((await post(stack, 'file-echo', form({ label }, { file: shared }), { prefer: 'wait=20' })).body.status).toBe('completed');
+      // An upload received and never used; and a staged write its API died before using (left as such a death leaves it).
+      if (present('uploads')) {
+        const created = await request(`${stack.api.url}/v1/uploads`, { method: 'POST', json: { type: 'file-echo', file: 'file', bytes: 5000 }, headers: ALICE });
+        const url = kind === 's3' ? created.body.url : `${stack.api.url}${created.body.url}`;
+        const headers = kind === 's3' ? {} : { ...ALICE, 'content-type': 'application/octet-stream' };
+        expect((await fetch(url, { method: 'PUT', body: new Uint8Array(png(5000)), headers })).ok).toBe(true);
+      }
+      await stack.store.write(stagingKeyOf(), png(1000));
+      const left = await keysOf(stack.store);
+      expect(left.some((key) => key.startsWith('sha256/'))).toBe(true);
+      // Every object but staged writes and uploads has a lease, none expired yet: a sweep now removes nothing.
+      const options = { stagedMaxAgeMs: 3600_000, orphanGraceMs: 3600_000 };
+      expect(await sweepBlobs(stack.store, leases, { ...options, list: true })).toEqual({ deleted: 0, adopted: 0, abandoned: 0 });
+      expect((await leases.counts()).leased).toBe(left.filter((key) => key.startsWith('sha256/')).length);
+
+      // Three days on: past the longest lease (a day's wait in the queue, the job's retention, the thumbnail's day of cache).
+      const later = Date.now() + 3 * 24 * 3600_000;
+      if (present('uploads')) {
+        // why require: a service that removed the uploads capability has no such file.
+        const { sweepUploads } = require('../apps/api/src/uploads/uploads') as { sweepUploads: (store: BlobStore, now: number) => Promise<number> };
+        expect(await sweepUploads(stack.store, later)).toBe(1);
+      }
+      const swept = await sweepBlobs(stack.store, leases, { ...options, now: later, list: true });
+      expect(swept).toMatchObject({ deleted: left.filter((key) => key.startsWith('sha256/')).length, adopted: 0 });
+      expect(swept.abandoned).toBeGreaterThanOrEqual(1);
+      expect(await keysOf(stack.store)).toEqual([]);
+      expect(await leases.counts()).toEqual({ leased: 0, deleting: 0 });
+    });
   });
 });

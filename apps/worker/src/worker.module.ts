@@ -14,6 +14,7 @@ import { JobPool } from './pool/job-pool';
 import { CancelListener } from './processor/cancel.listener';
 import { FanOut } from './processor/fan-out';
 import { JobNotifier } from './processor/job-notifier';
+import { FileLeases } from './processor/file-leases';
 import { InputFiles } from './processor/input-files';
 import { JobProcessor } from './processor/job-processor';
 import { WORKER_REDIS } from './processor/worker-redis';
@@ -63,6 +64,7 @@ export class WorkerModule {
         FanOut,
         JobNotifier,
         InputFiles,
+        FileLeases,
         JobProcessor,
         CancelListener,
         {

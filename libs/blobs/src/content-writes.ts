@@ -1,4 +1,4 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { Readable, Transform } from 'node:stream';
 import type { BlobStore } from './blob-store';
 import { blobKeyOf, stagingKeyOf } from './file-refs';
@@ -26,7 +26,7 @@ export async function writeByContent(store: BlobStore, body: Uint8Array | Readab
     },
   });
   body.on('error', (error) => meter.destroy(error));
-  const staging = stagingKeyOf(randomUUID());
+  const staging = stagingKeyOf();
   await store.write(staging, body.pipe(meter), { contentType });
   const sha256 = hash.digest('hex');
   await promote(store, staging, sha256);

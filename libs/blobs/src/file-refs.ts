@@ -1,3 +1,5 @@
+import { randomUUID } from 'node:crypto';
+
 /**
  * A stored file as jobs carry it: in job data (the files a job takes), in a result (the files it
  * returned) and in the cache. Only this reference reaches Redis; the bytes stay in the blob store,
@@ -19,9 +21,12 @@ export function blobKeyOf(sha256: string): string {
   return `sha256/${sha256.slice(0, 2)}/${sha256}`;
 }
 
-/** Where a file being received is written until its hash is known. */
-export function stagingKeyOf(id: string): string {
-  return `staging/${id}`;
+/**
+ * A new key where a file being received is written until its hash is known. why the time in it:
+ * a sweep tells an abandoned one (its writer died) by its age without asking the store.
+ */
+export function stagingKeyOf(now = Date.now()): string {
+  return `staging/${now.toString(36)}-${randomUUID()}`;
 }
 
 /** The hashes of `files` by name: what a content key covers (see contentKey in libs/jobs). */

@@ -170,3 +170,13 @@ export type QueueKeys = ReturnType<typeof queueKeys>;
 export function uploadKey(prefix: string, id: string): string {
   return `${prefix}:upload:${id}`;
 }
+
+/**
+ * The leases of the blob store's content-addressed objects (see blob-leases.ts): `leases`, a sorted
+ * set of object keys by when they stop being needed (epoch ms), and `deleting`, those a sweep took
+ * to delete, by when it gives up. why a hash tag of their own: one script touches both, on Redis
+ * Cluster too.
+ */
+export function blobLeaseKey(prefix: string, part: 'leases' | 'deleting'): string {
+  return `${prefix}:{blobs}:${part}`;
+}

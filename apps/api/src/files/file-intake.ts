@@ -1,9 +1,10 @@
 import type { IncomingMessage } from 'node:http';
 import { Inject, Injectable, Optional } from '@nestjs/common';
 import Busboy, { type BusboyFileStream } from '@fastify/busboy';
-import { BLOB_STORE, type BlobStore, type FileRef, isBlobStoreError, promote } from '@app/blobs';
+import { BLOB_STORE, blobKeyOf, type BlobStore, type FileRef, isBlobStoreError, promote } from '@app/blobs';
 import { CONFIG, type Config } from '@app/config';
 import type { JobDefinition } from '@app/jobs';
+import { BlobLeases, inputLeaseUntil } from '@app/queue';
 import { ApiError } from '../http/api-error';
 import { validInput } from '../jobs/job-input';
 import { callerOf } from '../security/caller';
@@ -44,6 +45,7 @@ export class FileIntake {
   constructor(
     @Inject(BLOB_STORE) private readonly store: BlobStore | null,
     @Inject(CONFIG) private readonly config: Config,
+    private readonly leases: BlobLeases,
     @Optional() @Inject(UPLOAD_CLAIMS) private readonly uploads: UploadClaims | null = null,
   ) {}
 
@@ -153,6 +155,8 @@ export class FileIntake {
       const body = parseInput(input);
       validInput(def, body);
       // Only now, with the whole body read and accepted, do the files take their content addresses.
+      // why the lease first: an object found at its address is then kept for this job (blob-leases.ts).
+      await this.leases.hold(staged.map((file) => blobKeyOf(file.sha256)), inputLeaseUntil(Date.now(), def, this.config.jobRetentionSeconds));
       for (const file of staged) await promote(store, file.staging, file.sha256);
       const files: Record<string, FileRef> = Object.fromEntries(staged.map(({ name, sha256, bytes, contentType }) => [name, { sha256, bytes, contentType }]));
       for (const { name, upload } of named) files[name] = await this.uploads!.claim(upload, callerOf(req).scope, def, name);

@@ -1,4 +1,4 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { type Readable, Transform, type TransformCallback } from 'node:stream';
 import { type BlobStore, type FileRef, stagingKeyOf } from '@app/blobs';
 import { type FileInput, type JobDefinition, sniff, SNIFF_BYTES } from '@app/jobs';
@@ -81,7 +81,7 @@ export class FileMeter extends Transform {
  * Streams one file into `key` (a new staging object by default), hashing, measuring and sniffing
  * it on the way (see FileMeter): the file as stored, or the refusal, through `fail` too.
  */
-export async function stageFile(store: BlobStore, def: JobDefinition, name: string, source: Readable, signal: AbortSignal, fail: (e: unknown) => void, key = stagingKeyOf(randomUUID())): Promise<Staged> {
+export async function stageFile(store: BlobStore, def: JobDefinition, name: string, source: Readable, signal: AbortSignal, fail: (e: unknown) => void, key = stagingKeyOf()): Promise<Staged> {
   const meter = new FileMeter(def, name, fail);
   source.on('error', (error) => meter.destroy(error));
   // why a listener that does nothing: a refusal reaches the request through `fail`, and aborts the

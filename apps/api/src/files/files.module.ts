@@ -1,12 +1,18 @@
 import { type DynamicModule, Global, Module } from '@nestjs/common';
 import { BLOB_STORE, type BlobStore } from '@app/blobs';
+import { CONFIG, type Config } from '@app/config';
+import { BlobLeases } from '@app/queue';
+import type { RedisClient } from '@app/redis';
+import { QUEUE_REDIS } from '../queues/queue.providers';
 import { JobsModule } from '../jobs/jobs.module';
 import { FileDownloadsController } from './file-downloads.controller';
+import { BlobSweeper } from './blob-sweeper';
 import { FileIntake } from './file-intake';
 
 /**
  * Files in and out of jobs: the blob store start-up opened (BLOB_STORE), the multipart intake of
- * submissions, and the downloads of the files jobs returned. Core, not a capability: a type that
+ * submissions, the downloads of the files jobs returned, and the leases and sweeps that remove
+ * what no job, cache entry or upload needs any more. Core, not a capability: a type that
  * takes or returns files needs it to be used at all.
  */
 @Global()
@@ -17,8 +23,13 @@ export class FilesModule {
       module: FilesModule,
       imports: [JobsModule],
       controllers: [FileDownloadsController],
-      providers: [{ provide: BLOB_STORE, useValue: blobs }, FileIntake],
-      exports: [BLOB_STORE, FileIntake],
+      providers: [
+        { provide: BLOB_STORE, useValue: blobs },
+        { provide: BlobLeases, inject: [QUEUE_REDIS, CONFIG], useFactory: (redis: RedisClient, config: Config) => new BlobLeases(redis, config.redisPrefix) },
+        FileIntake,
+        BlobSweeper,
+      ],
+      exports: [BLOB_STORE, BlobLeases, FileIntake],
     };
   }
 }

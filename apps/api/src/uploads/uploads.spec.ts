@@ -2,11 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type BlobStore, FileBlobStore } from '@app/blobs';
-import type { Config } from '@app/config';
-import { coreJobs, JobRegistry } from '@app/jobs';
-import type { Logger } from '@app/logging';
-import type { RedisClient } from '@app/redis';
-import { uploadExpiry, uploadObjectKey, Uploads } from './uploads';
+import { sweepUploads, uploadExpiry, uploadObjectKey } from './uploads';
 
 const HOUR = 3600 * 1000;
 const idExpiring = (ms: number) => `${Math.ceil(ms / 1000).toString(36)}-${'ab'.repeat(16)}`;
@@ -35,8 +31,7 @@ describe('uploads', () => {
     for (const id of Object.values(ids)) await store.write(uploadObjectKey(id), Buffer.from(id));
     await store.write('uploads/not-an-upload', Buffer.from('x'));
     await store.write('sha256/ab/kept', Buffer.from('x'));
-    const uploads = new Uploads(store, {} as RedisClient, { uploadTtlSeconds: 3600 } as Config, {} as Logger, new JobRegistry(coreJobs));
-    expect(await uploads.sweep(now)).toBe(2);
+    expect(await sweepUploads(store, now)).toBe(2);
     const left: string[] = [];
     for await (const key of store.list()) left.push(key);
     expect(left.sort()).toEqual(['sha256/ab/kept', uploadObjectKey(ids.fresh), uploadObjectKey(ids.justExpired)].sort());

@@ -3,11 +3,11 @@ import type { IncomingMessage } from 'node:http';
 import { Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { Inject, Injectable, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
-import { BLOB_STORE, type BlobStore, type FileRef, isBlobStoreError, promote } from '@app/blobs';
+import { BLOB_STORE, blobKeyOf, type BlobStore, type FileRef, isBlobStoreError, promote } from '@app/blobs';
 import { CONFIG, type Config } from '@app/config';
 import { type JobDefinition, JobRegistry } from '@app/jobs';
 import { type Logger, LOGGER } from '@app/logging';
-import { uploadKey } from '@app/queue';
+import { BlobLeases, inputLeaseUntil, uploadKey } from '@app/queue';
 import type { RedisClient } from '@app/redis';
 import { FileMeter, stageFile } from '../files/file-meter';
 import type { UploadClaims } from '../files/upload-claims';
@@ -26,6 +26,17 @@ export const uploadObjectKey = (id: string): string => `uploads/${id}`;
 /** When upload `id` expires (epoch ms): its id starts with it, so a sweep needs no record. */
 export function uploadExpiry(id: string): number | undefined {
   return UPLOAD_ID.test(id) ? parseInt(id.slice(0, id.indexOf('-')), 36) * 1000 : undefined;
+}
+
+/** Removes from `store` the objects of uploads expired (with a grace) and never used, and of names no upload has; how many. */
+export async function sweepUploads(store: BlobStore, now = Date.now()): Promise<number> {
+  const expired: string[] = [];
+  for await (const key of store.list('uploads/')) {
+    const expiry = uploadExpiry(key.slice('uploads/'.length));
+    if (expiry === undefined || expiry + SWEEP_GRACE_MS < now) expired.push(key);
+  }
+  await store.delete(expired);
+  return expired.length;
 }
 
 /** What Redis keeps of an upload until it is used or expires. */
@@ -63,6 +74,7 @@ export class Uploads implements UploadClaims, OnModuleInit, OnApplicationShutdow
     @Inject(CONFIG) private readonly config: Config,
     @Inject(LOGGER) private readonly logger: Logger,
     private readonly registry: JobRegistry,
+    private readonly leases: BlobLeases,
   ) {
     this.ttlSeconds = config.uploadTtlSeconds;
   }
@@ -131,6 +143,8 @@ export class Uploads implements UploadClaims, OnModuleInit, OnApplicationShutdow
     const store = this.storeOrFail();
     try {
       const ref = record.ref ?? (await this.inspect(store, def, name, id));
+      // why the lease first: see FileIntake.
+      await this.leases.hold([blobKeyOf(ref.sha256)], inputLeaseUntil(Date.now(), def, this.config.jobRetentionSeconds));
       await promote(store, uploadObjectKey(id), ref.sha256);
       return ref;
     } catch (error) {
@@ -144,17 +158,9 @@ export class Uploads implements UploadClaims, OnModuleInit, OnApplicationShutdow
     }
   }
 
-  /** Removes the objects of uploads expired (with a grace) and never used, and writes left unfinished; how many. */
-  async sweep(now = Date.now()): Promise<number> {
-    const store = this.store;
-    if (!store) return 0;
-    const expired: string[] = [];
-    for await (const key of store.list('uploads/')) {
-      const expiry = uploadExpiry(key.slice('uploads/'.length));
-      if (expiry === undefined || expiry + SWEEP_GRACE_MS < now) expired.push(key);
-    }
-    await store.delete(expired);
-    return expired.length + (await store.removePartial(new Date(now - this.ttlSeconds * 1000)));
+  /** Removes the objects of uploads expired (with a grace) and never used; how many. (Unfinished writes: the core's BlobSweeper.) */
+  sweep(now = Date.now()): Promise<number> {
+    return this.store ? sweepUploads(this.store, now) : Promise.resolve(0);
   }
 
   /** Hashes, measures and sniffs an upload PUT straight into the store (S3), as a part would be. */

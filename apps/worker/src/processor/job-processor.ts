@@ -11,6 +11,7 @@ import { JobPool, type RunOptions } from '../pool/job-pool';
 import { CancelRequests } from './cancel-requests';
 import { FairRelease } from './fair-release';
 import { FanOut } from './fan-out';
+import { FileLeases } from './file-leases';
 import { InputFiles } from './input-files';
 import { JobNotifier } from './job-notifier';
 import { completeAt, type QueueJob, SlotWorker } from './slot-worker';
@@ -81,6 +82,7 @@ export class JobProcessor implements OnApplicationBootstrap {
     private readonly fanOut: FanOut,
     private readonly notifier: JobNotifier,
     private readonly inputFiles: InputFiles,
+    private readonly fileLeases: FileLeases,
     @Inject(WORKER_REDIS) private readonly redis: RedisClient,
     @Inject(CONFIG) private readonly config: Config,
     @Inject(LOGGER) private readonly rootLogger: Logger,
@@ -239,7 +241,8 @@ export class JobProcessor implements OnApplicationBootstrap {
     // inline type: running it again costs less than the look (a round trip to Redis on every job).
     if (def.cacheTtlSeconds > 0 && !def.inline) {
       const cached = await this.cache.get(job.data.key).catch(() => undefined);
-      if (cached) {
+      // A cached result whose file a sweep removed is no answer: the job runs.
+      if (cached && (!FileLeases.uses(job.data.files, cached.result) || (await this.fileLeases.hold(def, job.data.files, cached.result)).length === 0)) {
         this.metrics.completed(def.name, job.queueName, Date.now() - job.timestamp);
         return cached.result;
       }
@@ -274,6 +277,8 @@ export class JobProcessor implements OnApplicationBootstrap {
       const { value: result, key } = def.fanOut
         ? await this.fanOut.run(job, token, def, runner.version, options)
         : await this.pool.run(def.name, runner.version, job.data.inputJson, options);
+      const lost = FileLeases.uses(job.data.files, result) ? await this.fileLeases.hold(def, job.data.files, result) : [];
+      if (lost.length > 0) throw new Error(`the result file(s) ${lost.join(', ')} left the blob store before their lease; the attempt is retried`);
       const finishedAt = Date.now();
       this.metrics.ended(def.name, 'completed', finishedAt - startedAt);
       if (job.data.parent) void this.notifier.childProgress(job, 100).catch(() => undefined);
