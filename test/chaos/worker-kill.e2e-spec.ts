@@ -1,7 +1,27 @@
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Queue } from 'bullmq';
+import IORedis from 'ioredis';
+import { type BlobStore, FileBlobStore } from '@app/blobs';
 import { METRIC_PREFIX } from '@app/metrics';
+import { BlobLeases, queuePrefix, sweepBlobs } from '@app/queue';
 import { AppProcess, startApp, stackEnv } from '../support/apps';
+import { request } from '../support/http';
 import { executions, inParallel, Ledger } from '../support/ledger';
 import { waitFor } from '../support/wait';
+
+// why the cast: sharp's ESM typings, which this build resolves, declare no default export.
+const sharp = require('sharp') as (input: { create: { width: number; height: number; channels: 3; background: object; noise?: object } }) => import('sharp').Sharp;
+
+const keysOf = async (store: BlobStore) => {
+  const keys: string[] = [];
+  for await (const key of store.list()) keys.push(key);
+  return keys.sort();
+};
+/** Every file under `dir`, writes in progress (`.partial/`) included. */
+const filesUnder = (dir: string): string[] => readdirSync(dir, { recursive: true, withFileTypes: true }).filter((e) => e.isFile()).map((e) => join(e.parentPath, e.name));
 
 /**
  * Fault 1: the worker is killed with SIGKILL in the middle of a load. Nothing it held is lost: the
@@ -11,13 +31,22 @@ describe('worker killed mid-load (kill -9)', () => {
   const JOBS = 200;
   const WORKER_THREADS = 2;
   // why: the stalled jobs are re-run only after their lock expires; a short lock keeps the test quick.
-  const env = stackEnv('chaos-kill', { JOB_LOCK_MS: '2000', WORKER_THREADS: String(WORKER_THREADS) });
+  // why a blob store of the test's own: the file cases count what is left in it.
+  const blobs = mkdtempSync(join(tmpdir(), 'chaos-kill-blobs-'));
+  const env = stackEnv('chaos-kill', { JOB_LOCK_MS: '2000', WORKER_THREADS: String(WORKER_THREADS), BLOB_STORE_URL: `file://${blobs}` });
+  const store = new FileBlobStore(blobs);
+  const redis = new IORedis(process.env.E2E_REDIS_URL!);
+  const queue = new Queue('default', { connection: redis, prefix: queuePrefix(env.REDIS_PREFIX!, 'default') });
   let api: AppProcess | undefined;
   let first: AppProcess | undefined;
   let second: AppProcess | undefined;
+  let third: AppProcess | undefined;
 
   afterAll(async () => {
-    await Promise.all([api?.stop(), first?.stop('SIGKILL'), second?.stop()]);
+    await Promise.all([api?.stop(), first?.stop('SIGKILL'), second?.stop('SIGKILL'), third?.stop()]);
+    await queue.close();
+    redis.disconnect();
+    rmSync(blobs, { recursive: true, force: true });
   });
 
   it('loses no accepted job; only jobs the killed worker held run twice', async () => {
@@ -54,4 +83,57 @@ describe('worker killed mid-load (kill -9)', () => {
     expect(summary.duplicates).toBeLessThanOrEqual(WORKER_THREADS);
     expect(second.logs.filter((l) => l.level >= 50)).toEqual([]);
   }, 120_000);
+
+  it('a worker killed mid-thumbnail: the retry finds its input, and its result is stored once', async () => {
+    // A noisy image, large enough that its thumbnail takes a while.
+    const image = await sharp({ create: { width: 3000, height: 2000, channels: 3, background: { r: 90, g: 90, b: 90 }, noise: { type: 'gaussian', mean: 128, sigma: 40 } } }).jpeg().toBuffer();
+    const body = new FormData();
+    body.set('input', JSON.stringify({ width: 1500, format: 'webp' }));
+    body.set('image', new Blob([new Uint8Array(image)], { type: 'image/jpeg' }), 'noise.jpg');
+    const submitted = await request(`${api!.url}/v1/jobs/thumbnail`, { method: 'POST', body });
+    const id = submitted.body.id as string;
+    expect([submitted.status, submitted.body.status]).toEqual([202, 'queued']);
+    await waitFor(() => executions([second]).has(id), { intervalMs: 5, timeoutMs: 20_000, what: 'the thumbnail started' });
+    second!.signal('SIGKILL');
+    await second!.exited;
+
+    third = await startApp('worker', env);
+    const viewOf = async () => (await request(`${api!.url}/v1/jobs/${id}`)).body;
+    await waitFor(async () => ['completed', 'failed'].includes((await viewOf()).status), { timeoutMs: 60_000, intervalMs: 200, what: 'the thumbnail run again' });
+    const view = await viewOf();
+    expect([view.status, view.result, view.error]).toEqual(['completed', { width: 1500, height: 1000, format: 'webp' }, undefined]);
+    expect(executions([second, third]).get(id)).toBe(2);
+    const thumb = await fetch(`${api!.url}${view.files[0].url}`);
+    const decoded = await require('sharp')(Buffer.from(await thumb.arrayBuffer())).metadata();
+    expect([decoded.format, decoded.width]).toEqual(['webp', 1500]);
+    // Two objects: the input and the one result, however many runs wrote it; what the killed run left unfinished goes within the upload expiry.
+    expect((await keysOf(store)).filter((key) => key.startsWith('sha256/'))).toHaveLength(2);
+    const leases = new BlobLeases(redis, env.REDIS_PREFIX!);
+    const options = { list: true, stagedMaxAgeMs: 3600_000, orphanGraceMs: 3600_000, now: Date.now() + 3600_000 + 1000 };
+    expect(await sweepBlobs(store, leases, options)).toMatchObject({ deleted: 0, adopted: 0 });
+    expect(filesUnder(blobs).map((path) => path.slice(blobs.length + 1)).sort()).toEqual(await keysOf(store));
+  }, 120_000);
+
+  it('the API killed mid-upload: no job, and nothing of the upload outlives its expiry', async () => {
+    const jobs = async () => Object.values(await queue.getJobCounts()).reduce((a, b) => a + b, 0);
+    const before = { jobs: await jobs(), keys: await keysOf(store) };
+    const boundary = 'b0undary';
+    const head = `--${boundary}\r\nContent-Disposition: form-data; name="input"\r\n\r\n{"width":64}\r\n--${boundary}\r\nContent-Disposition: form-data; name="image"; filename="a.jpg"\r\nContent-Type: image/jpeg\r\n\r\n`;
+    const req = httpRequest(`${api!.url}/v1/jobs/thumbnail`, { method: 'POST', headers: { 'content-type': `multipart/form-data; boundary=${boundary}`, 'content-length': String(head.length + 8_000_000) } });
+    req.on('error', () => undefined);
+    req.write(head);
+    req.write(Buffer.concat([Buffer.from([0xff, 0xd8, 0xff, 0xe0]), Buffer.alloc(2_000_000, 7)]));
+    // Killed while the file streams into the store: a write in progress is there.
+    await waitFor(() => filesUnder(blobs).some((path) => path.includes('.partial')), { timeoutMs: 10_000, what: 'the upload being written' });
+    api!.signal('SIGKILL');
+    await api!.exited;
+    req.destroy();
+    expect(await jobs()).toBe(before.jobs);
+    expect(await keysOf(store)).toEqual(before.keys);
+    // Past the upload expiry (UPLOAD_TTL_SECONDS, an hour) a sweep removes the unfinished write, and only it.
+    const leases = new BlobLeases(redis, env.REDIS_PREFIX!);
+    const swept = await sweepBlobs(store, leases, { list: true, stagedMaxAgeMs: 3600_000, orphanGraceMs: 3600_000, now: Date.now() + 3600_000 + 1000 });
+    expect(swept).toEqual({ deleted: 0, adopted: 0, abandoned: 1 });
+    expect(filesUnder(blobs).map((path) => path.slice(blobs.length + 1)).sort()).toEqual(before.keys);
+  }, 60_000);
 });
