@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { parse } from 'yaml';
 import { METRICS } from '@app/metrics';
 import { AppProcess, stackEnv, startApp } from './support/apps';
+import { present } from './support/capabilities';
 import { request, submit } from './support/http';
 import { hasFamily, type Sample, scrape, series, total } from './support/prometheus';
 import { metricNamesIn } from './support/promql';
@@ -14,8 +15,10 @@ const readRepo = (path: string) => readFileSync(join(ROOT, path), 'utf8');
 /** Which app exports each family (both: the HTTP histogram, Redis connections, Node's defaults). */
 /** Exported by the API only with API_KEYS (fair share's per-key gauge): test/tenancy.e2e-spec.ts reads it. */
 const WITH_API_KEYS = [METRICS.callerJobs];
+/** Exported by the API only with the dead-letters capability (apps/api/src/dead-letters). */
+const WITH_DEAD_LETTERS = [METRICS.deadLettersReplayed];
 const EXPORTED_BY: Record<'api' | 'worker', string[]> = {
-  api: [METRICS.httpRequestDuration, METRICS.redisConnected, METRICS.eventLoopLagP99, METRICS.jobsSubmitted, METRICS.cacheLookups, METRICS.queueJobs, METRICS.queueBacklog, METRICS.jobsExpired, METRICS.jobsWatched],
+  api: [METRICS.httpRequestDuration, METRICS.redisConnected, METRICS.eventLoopLagP99, METRICS.jobsSubmitted, METRICS.cacheLookups, METRICS.queueJobs, METRICS.queueBacklog, METRICS.jobsExpired, METRICS.jobsWatched, ...(present('dead-letters') ? WITH_DEAD_LETTERS : [])],
   worker: [
     METRICS.httpRequestDuration,
     METRICS.redisConnected,
@@ -95,7 +98,7 @@ describe('metrics', () => {
   afterAll(() => Promise.all(apps.map((app) => app.stop())));
 
   it('exports every family the code names, each from the app that owns it', () => {
-    expect(new Set([...EXPORTED_BY.api, ...EXPORTED_BY.worker, ...WITH_API_KEYS])).toEqual(new Set(Object.values(METRICS)));
+    expect(new Set([...EXPORTED_BY.api, ...EXPORTED_BY.worker, ...WITH_API_KEYS, ...WITH_DEAD_LETTERS])).toEqual(new Set(Object.values(METRICS)));
     expect(EXPORTED_BY.api.filter((name) => !hasFamily(apiSamples, name))).toEqual([]);
     expect(EXPORTED_BY.worker.filter((name) => !hasFamily(workerSamples, name))).toEqual([]);
   });

@@ -12,6 +12,7 @@ import { checkSchedules } from '@app/queue';
 import { pingRedis, type RedisClient, RedisModule } from '@app/redis';
 import { TracingModule } from '@app/tracing';
 import { BatchModule } from './batch/batch.module';
+import { DeadLettersModule } from './dead-letters/dead-letters.module';
 import { DemoModule } from './demo/demo.module';
 import { FairShareModule } from './fair-share/fair-share.module';
 import { FilesModule } from './files/files.module';
@@ -62,6 +63,7 @@ export class ApiModule implements NestModule {
         SchedulesModule,
         FairShareModule,
         UploadsModule,
+        DeadLettersModule,
         ...(config.demo ? [DemoModule] : []),
         ...(config.apiDocs ? [ApiDocsModule] : []),
         ...(config.queueDashboard ? [QueueDashboardModule] : []),

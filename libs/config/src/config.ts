@@ -240,6 +240,8 @@ const schema = z.object({
   JOB_TIMEOUT_MS: int(100, 24 * 3600 * 1000).default(60_000),
   /** How long finished jobs stay readable by id. */
   JOB_RETENTION_SECONDS: int(1, 30 * 24 * 3600).default(3600),
+  /** How long a job that failed for good is kept as a dead letter (input, error, attempts) to list and replay; 0: none kept. */
+  DEAD_LETTER_RETENTION_SECONDS: int(0, 365 * 24 * 3600).default(30 * 24 * 3600),
   /** BullMQ lock of a running job, renewed at half this; a job whose lock lapses is "stalled" and re-run. */
   JOB_LOCK_MS: int(1000, 600_000).default(30_000),
   SHUTDOWN_TIMEOUT_MS: int(0, 3600 * 1000).default(25_000),

@@ -26,6 +26,8 @@ export const METRICS = {
   queueBacklog: 'nest_offload_queue_backlog',
   /** Gauge {queue, caller, state}: with fair share, each API key's jobs waiting in its share and running (released, not finished). */
   callerJobs: 'nest_offload_caller_jobs',
+  /** Counter {type}: dead letters replayed as new jobs (the dead-letters capability, POST /admin/dead-letters/replay). */
+  deadLettersReplayed: 'nest_offload_dead_letters_replayed_total',
   /** Gauge: jobs this API replica waits on (Prefer: wait, event streams, cancels, webhook deliveries). */
   jobsWatched: 'nest_offload_jobs_watched',
 

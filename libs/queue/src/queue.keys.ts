@@ -121,6 +121,19 @@ export function listingEndsKey(prefix: string, queue: string): string {
   return `${queuePrefix(prefix, queue)}:listing-ends`;
 }
 
+/**
+ * The dead letters of `queue` (see dead-letters.ts): a sorted set, member the id of a job that failed
+ * for good, score when it failed (epoch ms). In the queue's hash slot, like the job and its owners.
+ */
+export function deadLettersKey(prefix: string, queue: string): string {
+  return `${queuePrefix(prefix, queue)}:dead-letters`;
+}
+
+/** The dead letter of job `jobId` of `queue`: a hash of what a replay needs (see dead-letters.ts). */
+export function deadLetterKey(prefix: string, queue: string, jobId: string): string {
+  return `${queuePrefix(prefix, queue)}:dead-letter:${jobId}`;
+}
+
 /** The set of the notice channels (API replicas) waiting on job `jobId` of `queue` (see notice.protocol.ts). */
 export function watchersKey(prefix: string, queue: string, jobId: string): string {
   return `${queuePrefix(prefix, queue)}:watch:${jobId}`;

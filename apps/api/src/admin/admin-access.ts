@@ -1,3 +1,4 @@
+import type { IncomingMessage } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
 import type { Config } from '@app/config';
 import { queueKeys } from '@app/queue';
@@ -33,6 +34,14 @@ export const PAGE_CSP = [
   "form-action 'self'",
   "frame-ancestors 'none'",
 ].join('; ');
+
+const ADMIN = Symbol('nest-offload.admin');
+type WithAdmin = IncomingMessage & { [ADMIN]?: string };
+
+/** The name of the key (or the signed-in key's) that passed the /admin guard; undefined on an open API. For audit lines. */
+export function adminOf(req: IncomingMessage): string | undefined {
+  return (req as WithAdmin)[ADMIN];
+}
 
 const wantsPage = (request: FastifyRequest) => request.method === 'GET' && /\btext\/html\b/.test(request.headers.accept ?? '');
 
@@ -112,6 +121,7 @@ export function registerAdminAccess(fastify: FastifyInstance, config: Config, re
         const who = await signedIn(request, reply);
         if (!who) return reply;
         if (adminOnly && who.holder.role !== 'admin') return refuseClientKey(request, reply, who.holder);
+        (request.raw as WithAdmin)[ADMIN] = who.holder.name;
         // why: a cookie rides along on cross-site requests; SameSite=Strict stops that in today's
         // browsers, and this stops a cross-site form or fetch from changing anything in older ones.
         if (who.bySession && !SAFE_METHODS.has(request.method) && crossSite(request)) {

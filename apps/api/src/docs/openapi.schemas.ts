@@ -100,6 +100,7 @@ export function jobViewSchema(type: JsonSchema, result: JsonSchema): JsonSchema 
       error: { ...schemaRef('JobFailure'), description: 'Failed, cancelled and expired jobs only.' },
       cached: { type: 'boolean', description: 'Served from the result cache.' },
       tags: { type: 'array', items: { type: 'string' }, description: 'The tags the caller gave the job (`Job-Tags`); absent without any.' },
+      replayedAs: { type: 'string', description: 'The job a replay of this failed one submitted (`POST /admin/dead-letters/replay`); absent until then.' },
       attempts: { type: 'integer', minimum: 0 },
       createdAt: timestamp,
       startedAt: timestamp,

@@ -1,8 +1,9 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Optional } from '@nestjs/common';
 import type { RedisClient } from '@app/redis';
 import { ApiError } from '../http/api-error';
 import type { ServerTiming } from '../http/server-timing';
 import { JobQueues, type JobsQueue, QUEUE_REDIS } from '../queues/queue.providers';
+import { JOB_ARCHIVE, type JobArchive, NO_ARCHIVE } from './job-archive';
 import { JobNotices } from './job-notices';
 import { JobOwners } from './job-owners';
 import { JobStore } from './job-store';
@@ -18,6 +19,7 @@ export class JobReads {
     private readonly store: JobStore,
     private readonly owners: JobOwners,
     private readonly notices: JobNotices,
+    @Optional() @Inject(JOB_ARCHIVE) private readonly archive: JobArchive = NO_ARCHIVE,
   ) {}
 
   /**
@@ -53,7 +55,17 @@ export class JobReads {
    */
   async getFor(id: string, scope: string): Promise<JobView> {
     this.assertRedisUp();
-    const [view, owns, tags] = await Promise.all([this.store.view(id), this.owners.owns(id, scope), this.owners.tagsOf(id, scope)]);
+    const [found, owned, tags] = await Promise.all([this.store.view(id), this.owners.owns(id, scope), this.owners.tagsOf(id, scope)]);
+    let view = found;
+    let owns = owned;
+    // A job that failed for good may be kept longer than BullMQ keeps it (dead letters), and name its replay.
+    if (!view || view.status === 'failed') {
+      const kept = await this.archive.find(id);
+      if (kept) {
+        view = view ? { ...view, ...(kept.view.replayedAs !== undefined && { replayedAs: kept.view.replayedAs }) } : kept.view;
+        owns ||= !this.owners.enabled || kept.owners.includes(scope);
+      }
+    }
     if (!view || !owns) throw new ApiError('JOB_NOT_FOUND', `No job with id "${id}"`);
     // why a copy: a cached view is shared by every caller.
     return tags ? { ...view, tags } : view;

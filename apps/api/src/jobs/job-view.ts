@@ -19,6 +19,8 @@ export interface JobView {
   cached?: boolean;
   /** The tags the caller reading it gave it (`Job-Tags`); absent without any. */
   tags?: string[];
+  /** The job a replay of this failed one submitted (POST /admin/dead-letters/replay); absent until then. */
+  replayedAs?: string;
   attempts: number;
   createdAt: string;
   startedAt?: string;

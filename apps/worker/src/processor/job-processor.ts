@@ -4,7 +4,7 @@ import { ResultCache } from '@app/cache';
 import { CONFIG, type Config } from '@app/config';
 import { CodedJobError, isRetried, JobFailureCode, JobRegistry, knownVersions, parseFailure, runnerOf } from '@app/jobs';
 import { type Logger, LOGGER } from '@app/logging';
-import { listUntil, ownersKey, pastDeadline, queuePrefix, startDeadlinesKey, SWEEP_GRACE_SECONDS } from '@app/queue';
+import { keepDeadLetter, listUntil, ownersKey, pastDeadline, queuePrefix, startDeadlinesKey, SWEEP_GRACE_SECONDS } from '@app/queue';
 import type { RedisClient } from '@app/redis';
 import { SPAN_ATTRIBUTES, type Tracing, TRACING } from '@app/tracing';
 import { JobPool, type RunOptions } from '../pool/job-pool';
@@ -120,8 +120,13 @@ export class JobProcessor implements OnApplicationBootstrap {
         .on('error', (error) => this.logger.warn({ err: error, queue: name }, 'BullMQ worker error'))
         // Sent once BullMQ has recorded the end, so a replica that reads the job on the notice sees it.
         .on('completed', (job, result) => this.notifier.final(job, 'completed', result))
-        // A failure BullMQ retries is no end: finishedOn is set only on the last one.
-        .on('failed', (job) => job?.finishedOn && this.notifier.final(job, 'failed'))
+        // A failure BullMQ retries is no end: finishedOn is set only on the last one. A job that
+        // stalled too often (JOB_LOST) fails here too, at its next pickup (BullMQ's deferred failure).
+        .on('failed', (job) => {
+          if (!job?.finishedOn) return;
+          this.notifier.final(job, 'failed');
+          this.keepDeadLetter(job);
+        })
         // A job that stalled went back to the queue, or failed for good (JOB_LOST): its watchers read it.
         .on('stalled', (id) => this.notifier.settled(name, id)),
     );
@@ -174,6 +179,17 @@ export class JobProcessor implements OnApplicationBootstrap {
     const prefix = this.config.redisPrefix;
     void this.redis.expire(ownersKey(prefix, job.queueName, job.id!), seconds + SWEEP_GRACE_SECONDS).catch(() => undefined);
     if (job.data.parent === undefined) void listUntil(this.redis, prefix, job.queueName, job.id!, Date.now() + seconds * 1000).catch(() => undefined);
+  }
+
+  /**
+   * Keeps `job`, failed for good, as a dead letter (libs/queue/src/dead-letters.ts) for
+   * DEAD_LETTER_RETENTION_SECONDS, if its failure is one. why here: BullMQ has recorded the failure,
+   * and the owners and tags it copies still live (ownersOutlive gave them the job's retention).
+   */
+  private keepDeadLetter(job: QueueJob): void {
+    void keepDeadLetter(this.redis, this.config.redisPrefix, job, this.config.deadLetterRetentionSeconds).catch((error: unknown) =>
+      this.logger.warn({ err: error, jobId: job.id, type: job.name }, 'could not keep the failed job as a dead letter'),
+    );
   }
 
   /**

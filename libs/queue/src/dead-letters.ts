@@ -1,0 +1,194 @@
+import { type JobFailureCode, parseFailure } from '@app/jobs';
+import { LuaScript, type RedisClient } from '@app/redis';
+import type { JobData } from './job-data';
+import { deadLetterKey, deadLettersKey, jobTagsKey, ownersKey } from './queue.keys';
+
+/**
+ * Dead letters, as the workers keep them and the API lists and replays them (docs/operate.md#dead-letters).
+ * A job that fails for good (its attempts used up, JOB_CRASHED past its retries, JOB_LOST, JOB_CHILD_FAILED,
+ * a timeout …; not a cancel or an expiry, which nobody wants run again) is copied, when BullMQ records
+ * the failure, into its queue's dead letters, under the queue's hash tag:
+ *
+ * - `deadLettersKey`: the index, member the job id, score when it failed (epoch ms);
+ * - `deadLetterKey(id)`: a hash of its type, version, input, files, error, attempts, times, its owners
+ *   and their tags (`tags:<scope>`), living DEAD_LETTER_RETENTION_SECONDS, whatever JOB_RETENTION_SECONDS says.
+ *
+ * A replay claims entries by removing them from the index (DEAD_LETTER_PAGE with claim, atomic), so
+ * two replays never take the same one; the hash stays, naming the new job (`replayedAs`), until it expires.
+ * The index is trimmed of what expired on every write and read: it is never scanned whole.
+ */
+
+/** The failure codes a dead letter is kept for: every final failure but a cancel and an expiry. */
+export const KEPT_CODES: ReadonlySet<JobFailureCode> = new Set<JobFailureCode>(['JOB_FAILED', 'JOB_CRASHED', 'JOB_OUT_OF_MEMORY', 'JOB_TIMEOUT', 'JOB_REJECTED', 'JOB_CHILD_FAILED', 'JOB_LOST']);
+
+/** What a worker knows of a job BullMQ has just failed for good. */
+export interface FailedJob {
+  id?: string;
+  name: string;
+  queueName: string;
+  data: JobData;
+  attemptsMade: number;
+  timestamp: number;
+  finishedOn?: number;
+  failedReason?: string;
+}
+
+/**
+ * KEYS: the index, the entry, the job's owner set, its tags hash. ARGV: id, failed at (epoch ms),
+ * retention (s), then the entry's field/value pairs. Copies the owners and their tags into the
+ * entry, and trims from the index what has expired.
+ */
+const KEEP = new LuaScript(`
+local fields = {}
+for i = 4, #ARGV do fields[#fields + 1] = ARGV[i] end
+local owners = redis.call('SMEMBERS', KEYS[3])
+fields[#fields + 1] = 'owners'
+fields[#fields + 1] = table.concat(owners, ',')
+local tags = redis.call('HGETALL', KEYS[4])
+for i = 1, #tags, 2 do
+  fields[#fields + 1] = 'tags:' .. tags[i]
+  fields[#fields + 1] = tags[i + 1]
+end
+redis.call('DEL', KEYS[2])
+redis.call('HSET', KEYS[2], unpack(fields))
+redis.call('EXPIRE', KEYS[2], tonumber(ARGV[3]))
+redis.call('ZADD', KEYS[1], tonumber(ARGV[2]), ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', '(' .. (tonumber(ARGV[2]) - tonumber(ARGV[3]) * 1000))
+return 1
+`, 4);
+
+/**
+ * Keeps `job`, which BullMQ has just failed for good, as a dead letter for `retentionSeconds`, if its
+ * failure is one (KEPT_CODES) and it is somebody's (a fan-out chunk is its parent's: the parent is kept).
+ * Resolves false when nothing was kept.
+ */
+export async function keepDeadLetter(redis: RedisClient, prefix: string, job: FailedJob, retentionSeconds: number): Promise<boolean> {
+  if (retentionSeconds <= 0 || job.id === undefined || job.data.parent !== undefined) return false;
+  const failure = parseFailure(job.failedReason);
+  if (!KEPT_CODES.has(failure.code)) return false;
+  const failedAt = job.finishedOn ?? Date.now();
+  const { data } = job;
+  const fields = [
+    'type', job.name,
+    'version', String(data.version),
+    'input', data.inputJson,
+    'code', failure.code,
+    'message', failure.message.slice(0, 2000),
+    'attempts', String(job.attemptsMade),
+    'createdAt', String(job.timestamp),
+    'failedAt', String(failedAt),
+    ...(data.files ? ['files', JSON.stringify(data.files)] : []),
+    ...(data.scope === undefined ? [] : ['scope', data.scope]),
+    ...(data.requestId === undefined ? [] : ['requestId', data.requestId]),
+  ];
+  const queue = job.queueName;
+  await KEEP.run(redis, deadLettersKey(prefix, queue), deadLetterKey(prefix, queue, job.id), ownersKey(prefix, queue, job.id), jobTagsKey(prefix, queue, job.id), job.id, failedAt, retentionSeconds, ...fields);
+  return true;
+}
+
+/** A dead letter as the API reads it. */
+export interface DeadLetter {
+  id: string;
+  queue: string;
+  type: string;
+  version: number;
+  inputJson: string;
+  files?: string;
+  /** The scope a `share: 'caller'` job was submitted under (part of its content key). */
+  scope?: string;
+  code: JobFailureCode;
+  message: string;
+  attempts: number;
+  createdAt: number;
+  failedAt: number;
+  requestId?: string;
+  /** Its owners' scopes (with API keys; empty without). */
+  owners: string[];
+  /** The tags each owner gave it, by scope (as the listing index keeps them). */
+  tags: Record<string, string>;
+  /** The job its replay submitted, once replayed. */
+  replayedAs?: string;
+  replayedAt?: number;
+}
+
+/** A dead letter from its hash's field/value pairs (HGETALL), or undefined for an empty one. */
+export function deadLetterOf(id: string, queue: string, pairs: readonly string[] | Record<string, string>): DeadLetter | undefined {
+  const hash: Record<string, string> = Array.isArray(pairs) ? {} : { ...(pairs as Record<string, string>) };
+  if (Array.isArray(pairs)) for (let i = 0; i + 1 < pairs.length; i += 2) hash[pairs[i]] = pairs[i + 1];
+  if (hash.type === undefined) return undefined;
+  const tags: Record<string, string> = {};
+  for (const [field, value] of Object.entries(hash)) if (field.startsWith('tags:')) tags[field.slice('tags:'.length)] = value;
+  return {
+    id,
+    queue,
+    type: hash.type,
+    version: Number(hash.version),
+    inputJson: hash.input,
+    ...(hash.files !== undefined && { files: hash.files }),
+    ...(hash.scope !== undefined && { scope: hash.scope }),
+    code: hash.code as JobFailureCode,
+    message: hash.message ?? '',
+    attempts: Number(hash.attempts),
+    createdAt: Number(hash.createdAt),
+    failedAt: Number(hash.failedAt),
+    ...(hash.requestId !== undefined && { requestId: hash.requestId }),
+    owners: hash.owners ? hash.owners.split(',') : [],
+    tags,
+    ...(hash.replayedAs !== undefined && { replayedAs: hash.replayedAs, replayedAt: Number(hash.replayedAt) }),
+  };
+}
+
+/** One queue's page of dead letters (see DEAD_LETTER_PAGE). */
+export interface DeadLetterPage {
+  letters: DeadLetter[];
+  /** Where the walk stopped (score, id): entries after it were not looked at; undefined: it reached the end. */
+  stoppedAt?: { score: number; id: string };
+}
+
+/**
+ * KEYS: the index. ARGV: the highest score (a cursor's, or `until`), the id at that score to go on
+ * after ('' for none), the lowest score (`since`), how many, the type ('' any), the code ('' any),
+ * the entry key prefix (deadLetterKey(prefix, queue, '')), '1' to claim, how many entries to look
+ * at at most, now (epoch ms), the retention (s). Walks the index newest first (ties: the larger id
+ * first), strictly after the cursor, and returns the stop position (score and id; '' for the end)
+ * followed by `{id, score, fields}` of each matching entry; with claim, each is removed from the
+ * index in the same step (a replay's: nobody else can take it). Entries past retention leave the index.
+ */
+export const DEAD_LETTER_PAGE = new LuaScript(`
+local max, last, min, count = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
+local maxn = tonumber(max)
+local budget = tonumber(ARGV[9])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', '(' .. (tonumber(ARGV[10]) - tonumber(ARGV[11]) * 1000))
+local out = { '', '' }
+local found, seen, offset = 0, 0, 0
+while true do
+  local batch = redis.call('ZRANGE', KEYS[1], max, min, 'BYSCORE', 'REV', 'LIMIT', offset, 100, 'WITHSCORES')
+  local removed = 0
+  for i = 1, #batch, 2 do
+    local id, score = batch[i], batch[i + 1]
+    if last == '' or tonumber(score) < maxn or id < last then
+      seen = seen + 1
+      local key = ARGV[7] .. id
+      local head = redis.call('HMGET', key, 'type', 'code')
+      if not head[1] then
+        redis.call('ZREM', KEYS[1], id)
+        removed = removed + 1
+      elseif (ARGV[5] == '' or head[1] == ARGV[5]) and (ARGV[6] == '' or head[2] == ARGV[6]) then
+        if ARGV[8] == '1' then
+          redis.call('ZREM', KEYS[1], id)
+          removed = removed + 1
+        end
+        out[#out + 1] = { id, score, redis.call('HGETALL', key) }
+        found = found + 1
+      end
+      if found >= count or seen >= budget then
+        out[1] = score
+        out[2] = id
+        return out
+      end
+    end
+  end
+  if #batch < 200 then return out end
+  offset = offset + 100 - removed
+end
+`, 1);

@@ -1,0 +1,159 @@
+import { randomBytes } from 'node:crypto';
+import { Queue } from 'bullmq';
+import IORedis from 'ioredis';
+import { deadLettersKey, type JobData, queuePrefix } from '@app/queue';
+import { AppProcess, startAll, startApp, stackEnv } from './support/apps';
+import { getJob, request, submit } from './support/http';
+import { waitFor } from './support/wait';
+
+const key = () => randomBytes(32).toString('hex');
+const ALICE = key();
+const BOB = key();
+const CAROL = key();
+const ADMIN = key();
+const as = (apiKey: string) => ({ 'x-api-key': apiKey });
+
+/**
+ * Dead letters (docs/operate.md#dead-letters), the capability in apps/api/src/dead-letters, on one
+ * stack: API keys, an admin key, and JOB_RETENTION_SECONDS of 1 s, so BullMQ drops failed jobs long
+ * before their dead letters go.
+ */
+describe('dead letters: jobs that failed for good, kept, listed and replayed once', () => {
+  const env = stackEnv('dead-letters', {
+    API_KEYS: `alice=${ALICE},bob=${BOB},carol=${CAROL}`,
+    ADMIN_API_KEYS: `ops=${ADMIN}`,
+    JOB_RETENTION_SECONDS: '1',
+  });
+  const run = randomBytes(4).toString('hex');
+  let api: AppProcess;
+  let worker: AppProcess;
+  let redis: IORedis;
+  let queue: Queue<JobData, unknown, string>;
+
+  beforeAll(async () => {
+    redis = new IORedis(env.REDIS_URL!, { maxRetriesPerRequest: null });
+    queue = new Queue<JobData, unknown, string>('default', { connection: redis, prefix: queuePrefix(env.REDIS_PREFIX!, 'default') });
+    [api, worker] = await startAll([startApp('api', env), startApp('worker', env)]);
+  });
+
+  afterAll(async () => {
+    await Promise.all([api?.stop(), worker?.stop()]);
+    await queue?.close();
+    redis?.disconnect();
+  });
+
+  const admin = (path: string, init: { method?: string; json?: unknown; headers?: Record<string, string> } = {}) =>
+    request(`${api.url}${path}`, { ...init, headers: init.headers ?? as(ADMIN) });
+  /** A chaos job that throws on each of its 2 attempts, submitted by `apiKey`; resolves with its id once it failed for good. */
+  const failing = async (tag: string, apiKey: string, headers: Record<string, string> = {}) => {
+    const res = await submit(api.url, 'chaos', { mode: 'throw', tag }, { headers: { ...as(apiKey), ...headers }, wait: 20 });
+    expect(res.body).toMatchObject({ status: 'failed', attempts: 2, error: { code: 'JOB_FAILED' } });
+    return res.body.id as string;
+  };
+  /** Until BullMQ has dropped job `id` (JOB_RETENTION_SECONDS): it removes old failed jobs as others fail. */
+  const dropped = async (id: string) => {
+    let n = 0;
+    await waitFor(async () => {
+      if (!(await queue.getJob(id))) return true;
+      await failing(`${run}-nudge-${n++}`, CAROL);
+      return false;
+    }, { timeoutMs: 20_000, intervalMs: 300, what: `BullMQ dropped failed job ${id}` });
+  };
+
+  it('keeps a failed job past JOB_RETENTION_SECONDS with its input, error and attempts; its owners still read it, others get 404; admin keys only', async () => {
+    const id = await failing(`${run}-kept`, ALICE, { 'job-tags': 'order:7' });
+    await dropped(id);
+    const mine = await getJob(api.url, id, as(ALICE));
+    expect(mine.status).toBe(200);
+    expect(mine.body).toMatchObject({ id, type: 'chaos', status: 'failed', attempts: 2, error: { code: 'JOB_FAILED', message: expect.stringContaining('thrown on purpose') }, finishedAt: expect.any(String) });
+    expect(mine.body.replayedAs).toBeUndefined();
+    expect((await getJob(api.url, id, as(BOB))).status).toBe(404);
+
+    const listed = await admin(`/admin/dead-letters?type=chaos&code=JOB_FAILED&limit=100`);
+    expect(listed.status).toBe(200);
+    const item = listed.body.items.find((entry: { id: string }) => entry.id === id);
+    expect(item).toMatchObject({ id, type: 'chaos', version: 1, attempts: 2, error: { code: 'JOB_FAILED' }, input: { mode: 'throw', tag: `${run}-kept`, ms: 0, lines: 0 }, callers: ['alice'], tags: { alice: ['order:7'] } });
+    expect(new Date(item.failedAt).toISOString()).toBe(item.failedAt);
+    // Newest first.
+    const times = listed.body.items.map((entry: { failedAt: string }) => Date.parse(entry.failedAt));
+    expect(times).toEqual([...times].sort((a, b) => b - a));
+
+    // Admin keys only: a client key is refused, no key is asked for one.
+    expect((await admin('/admin/dead-letters', { headers: as(ALICE) })).status).toBe(403);
+    expect((await admin('/admin/dead-letters/replay', { method: 'POST', json: {}, headers: as(ALICE) })).status).toBe(403);
+    expect((await admin('/admin/dead-letters', { headers: {} })).status).toBe(401);
+    for (const query of ['code=NOPE', 'since=yesterday', 'limit=0', 'status=failed', 'type=no-such-type']) {
+      expect((await admin(`/admin/dead-letters?${query}`)).body).toMatchObject({ status: 400, code: 'INVALID_QUERY' });
+    }
+    expect((await admin('/admin/dead-letters/replay', { method: 'POST', json: { limit: 5000 } })).body).toMatchObject({ status: 400, code: 'INVALID_QUERY' });
+  }, 60_000);
+
+  it('pages with a cursor that neither repeats nor skips', async () => {
+    for (let i = 0; i < 3; i++) await failing(`${run}-page-${i}`, ALICE);
+    const all: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const page: { status: number; body: { items: Array<{ id: string }>; next: string | null } } = await admin(`/admin/dead-letters?limit=2${cursor ? `&cursor=${cursor}` : ''}`);
+      expect(page.status).toBe(200);
+      all.push(...page.body.items.map((item) => item.id));
+      cursor = page.body.next;
+    } while (cursor);
+    expect(new Set(all).size).toBe(all.length);
+    expect(all.length).toBe(await redis.zcard(deadLettersKey(env.REDIS_PREFIX!, 'default')));
+  }, 60_000);
+
+  it('replays each dead letter once, as a job its owners follow from the old id; a second and a concurrent replay run none; the admin who asked is logged and the replays counted', async () => {
+    const shared = `${run}-shared`;
+    const old = await failing(shared, ALICE, { 'job-tags': 'retry-me' });
+    const others = [await failing(`${run}-r1`, BOB), await failing(`${run}-r2`, ALICE)];
+    const until = new Date(Date.now()).toISOString();
+    const filter = { type: 'chaos', code: 'JOB_FAILED', until };
+
+    const dry = await admin('/admin/dead-letters/replay', { method: 'POST', json: { ...filter, limit: 1000, dryRun: true } });
+    expect(dry.status).toBe(200);
+    expect(dry.body).toMatchObject({ dryRun: true, replayed: 0, jobs: [] });
+    expect(dry.body.originals).toEqual(expect.arrayContaining([old, ...others]));
+    const matched = dry.body.originals.length;
+    // A dry run changes nothing.
+    expect((await admin('/admin/dead-letters/replay', { method: 'POST', json: { ...filter, limit: 1000, dryRun: true } })).body.originals).toHaveLength(matched);
+
+    // Two replays at once: each dead letter goes to exactly one of them.
+    const [a, b] = await Promise.all([1, 2].map(() => admin('/admin/dead-letters/replay', { method: 'POST', json: { ...filter, limit: 1000 } })));
+    expect([a.status, b.status]).toEqual([200, 200]);
+    const originals = [...a.body.originals, ...b.body.originals];
+    expect(originals.sort()).toEqual([...dry.body.originals].sort());
+    expect(a.body.replayed + b.body.replayed).toBe(matched);
+    const jobs = [...a.body.jobs, ...b.body.jobs];
+    expect(new Set(jobs).size).toBe(jobs.length);
+    // A second replay of the same filter runs none.
+    const again = await admin('/admin/dead-letters/replay', { method: 'POST', json: { ...filter, limit: 1000 } });
+    expect(again.body).toMatchObject({ replayed: 0, jobs: [], originals: [] });
+
+    // The old view names the new job; its owner (and only its owner) follows it there, with its tags.
+    const view = await getJob(api.url, old, as(ALICE));
+    expect(view.body).toMatchObject({ id: old, status: 'failed' });
+    const replayedAs = view.body.replayedAs as string;
+    expect(jobs).toContain(replayedAs);
+    expect(replayedAs).not.toBe(old);
+    const followed = await getJob(api.url, replayedAs, as(ALICE));
+    expect(followed.status).toBe(200);
+    expect(followed.body).toMatchObject({ id: replayedAs, type: 'chaos', tags: ['retry-me'] });
+    expect((await getJob(api.url, replayedAs, as(CAROL))).status).toBe(404);
+    // Each replay runs (and, still throwing, fails again: a new dead letter after `until`).
+    await waitFor(async () => (await getJob(api.url, replayedAs, as(ALICE))).body.status === 'failed', { timeoutMs: 20_000, what: 'the replayed job ran' });
+
+    const audit = api.logs.filter((line) => line.audit === 'dead-letters.replay' && line.dryRun === false);
+    expect(audit.map((line) => line.admin)).toEqual(['ops', 'ops', 'ops']);
+    expect(audit.reduce((sum, line) => sum + (line.replayed as number), 0)).toBe(matched);
+    const metrics = await request(`${api.url}/metrics`);
+    expect(metrics.body).toMatch(new RegExp(`^nest_offload_dead_letters_replayed_total\\{type="chaos"\\} ${matched}$`, 'm'));
+  }, 90_000);
+
+  it('keeps no cancelled job as a dead letter', async () => {
+    const before = await redis.zcard(deadLettersKey(env.REDIS_PREFIX!, 'default'));
+    const queued = await submit(api.url, 'chaos', { mode: 'spin', ms: 5000, tag: `${run}-cancel` }, { headers: as(ALICE) });
+    await request(`${api.url}/v1/jobs/${queued.body.id}`, { method: 'DELETE', headers: as(ALICE) });
+    await waitFor(async () => (await getJob(api.url, queued.body.id, as(ALICE))).body.status === 'cancelled', { timeoutMs: 15_000, what: 'cancelled' });
+    expect(await redis.zcard(deadLettersKey(env.REDIS_PREFIX!, 'default'))).toBe(before);
+  }, 30_000);
+});
