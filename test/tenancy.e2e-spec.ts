@@ -384,6 +384,10 @@ describe('tenancy: keys with the test job types', () => {
       expect((await list('/v1/jobs?tag=mine', BOB)).items).toMatchObject([{ id: alice.body.id, tags: ['mine'] }]);
       // An admin sees every caller's tags, and filters on any of them.
       expect((await list(`/admin/jobs?tag=mine`, ADMIN)).items).toMatchObject([{ id: alice.body.id, tags: expect.arrayContaining(['order:42', 'export', 'mine']) }]);
+      // The event stream's final event shows the caller's tags as its view does.
+      const streamed = await submit(api!.url, 'spin', { ms: 300, tag: `stream-${run}` }, { headers: { ...as(ALICE), 'job-tags': 'streamed' } });
+      const events = await readEvents(`${api!.url}/v1/jobs/${streamed.body.id}/events`, 20_000, as(ALICE));
+      expect(events.at(-1)).toMatchObject({ event: 'completed', data: { id: streamed.body.id, tags: ['streamed'] } });
     });
 
     it("lists only the caller's own jobs; an admin key lists everyone's, or one caller's", async () => {
@@ -491,11 +495,12 @@ ifPresent('webhooks').describe('tenancy: webhooks', () => {
     expect(refused.body).toMatchObject({ code: 'INVALID_CALLBACK_URL', detail: expect.stringContaining('for key "bob"') });
 
     const input = { n: 40 }; // about a second: Bob joins Alice's run
-    const alice = await submit(url, 'fibonacci', input, { headers: { ...as(ALICE), 'callback-url': `http://127.0.0.1:${alicesHooks.port}/a` } });
-    const bob = await submit(url, 'fibonacci', input, { headers: { ...as(BOB), 'callback-url': `http://127.0.0.1:${sharedHooks.port}/b` } });
+    const alice = await submit(url, 'fibonacci', input, { headers: { ...as(ALICE), 'callback-url': `http://127.0.0.1:${alicesHooks.port}/a`, 'job-tags': 'invoice:7' } });
+    const bob = await submit(url, 'fibonacci', input, { headers: { ...as(BOB), 'callback-url': `http://127.0.0.1:${sharedHooks.port}/b`, 'job-tags': 'b-side' } });
     expect(bob.body.id).toBe(alice.body.id);
     await waitFor(() => alicesHooks.accepted().length === 1 && sharedHooks.accepted().length === 1, { timeoutMs: 30_000, what: 'one callback each' });
-    expect(alicesHooks.accepted()[0].event).toMatchObject({ type: 'job.completed', caller: 'alice', data: { id: alice.body.id } });
-    expect(sharedHooks.accepted()[0].event).toMatchObject({ type: 'job.completed', caller: 'bob', data: { id: alice.body.id } });
+    // Each callback carries its caller's own tags (Job-Tags), as that caller's view shows them.
+    expect(alicesHooks.accepted()[0].event).toMatchObject({ type: 'job.completed', caller: 'alice', data: { id: alice.body.id, tags: ['invoice:7'] } });
+    expect(sharedHooks.accepted()[0].event).toMatchObject({ type: 'job.completed', caller: 'bob', data: { id: alice.body.id, tags: ['b-side'] } });
   }, 60_000);
 });

@@ -72,13 +72,17 @@ export class JobReads {
   }
 
   /**
-   * `view` as the caller of `scope` may see it: as it is while that caller owns the job, and once it
+   * `view` as the caller of `scope` may see it: as it is while that caller owns the job (with the
+   * tags it gave it, as getFor shows them), and once it
    * has withdrawn (DELETE while others still wait for the job) as its own cancelled view, without
    * the result. For the paths that read a job its caller once had (an open event stream, a retry
    * under an Idempotency-Key), which must not hand over what a withdrawal gave up.
    */
   async asSeenBy(view: JobView, scope: string): Promise<JobView> {
-    return (await this.owners.owns(view.id, scope)) ? view : viewOfWithdrawn(view);
+    const [owns, tags] = await Promise.all([this.owners.owns(view.id, scope), this.owners.tagsOf(view.id, scope)]);
+    if (!owns) return viewOfWithdrawn(view);
+    // why a copy: a cached view is shared by every caller.
+    return tags ? { ...view, tags } : view;
   }
 
   /**

@@ -8,7 +8,7 @@ import { JobNotices } from '../jobs/job-notices';
 import { JobOwners } from '../jobs/job-owners';
 import { JobStore } from '../jobs/job-store';
 import { JobQueues } from '../queues/queue.providers';
-import { keyNameOf } from '../security/caller';
+import { ANONYMOUS, keyNameOf } from '../security/caller';
 import { isFinal, type JobView } from '../jobs/job-view';
 import { CallbackUrlPolicy } from './callback-url';
 import { type DeliveryData, type DeliveryQueue, deliveryQueue } from './webhook-deliveries';
@@ -127,7 +127,9 @@ export class WebhookDispatcher implements OnApplicationBootstrap, OnApplicationS
         log.info('webhook dropped: the caller withdrew from the job');
         return;
       }
-      body = webhookBody(view, keyName);
+      // The caller's own tags (Job-Tags), as its view shows them.
+      const tags = await this.owners.tagsOf(jobId, scope ?? ANONYMOUS.scope);
+      body = webhookBody(tags ? { ...view, tags } : view, keyName);
       await job.updateData({ ...job.data, body });
     }
     const attempt = job.attemptsMade + 1;
