@@ -2,9 +2,13 @@ import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { Readable } from 'node:stream';
 import { JobsClient, type JobEvent, type JobName, type JobRef, type JobTypeInfo, type JobView, ProblemError } from '@app/client';
 import { AppEnv, AppProcess, startApp, stackEnv } from './support/apps';
 import { waitFor } from './support/wait';
+
+// why the cast: sharp's ESM typings, which this build resolves, declare no default export.
+const sharp = require('sharp') as (input: Buffer | { create: { width: number; height: number; channels: 3; background: object } }) => import('sharp').Sharp;
 
 /** The typed client (libs/client) against the built API and worker. */
 
@@ -132,6 +136,26 @@ describe('JobsClient', () => {
     })().catch((e: unknown) => e);
     expect(timedOut).toMatchObject({ name: 'TimeoutError' });
     await client.cancel(id);
+  });
+
+  it('sends files as bytes, a Blob or a stream, and downloads the files a job returned', async () => {
+    const image = await sharp({ create: { width: 120, height: 80, channels: 3, background: { r: 200, g: 30, b: 30 } } }).png().toBuffer();
+    const bodies = { buffer: image, blob: new Blob([new Uint8Array(image)], { type: 'image/png' }), stream: Readable.from([image.subarray(0, 100), image.subarray(100)]) };
+    for (const [i, [how, body]] of Object.entries(bodies).entries()) {
+      const width = 30 + i;
+      const view = await client.submitAndWait('thumbnail', { width, format: 'png' }, { files: { image: body }, waitSeconds: 20 });
+      if (view.status !== 'completed') throw new Error(`thumbnail from a ${how} ended ${view.status}`);
+      const { width: made, format }: { width: number; format: string } = view.result;
+      expect([made, format]).toEqual([width, 'png']);
+      const [file] = view.files!;
+      expect([file.name, file.contentType]).toEqual(['thumbnail.png', 'image/png']);
+      const res = await client.download(file);
+      const bytes = Buffer.from(await res.arrayBuffer());
+      expect([bytes.length, (await sharp(bytes).metadata()).width]).toEqual([file.bytes, width]);
+    }
+    // A file of another type than the declaration takes: a ProblemError, as for any refusal.
+    const refused = await problemOf(client.submit('thumbnail', { width: 10 }, { files: { image: Buffer.from('not an image at all') } }));
+    expect([refused.status, refused.code]).toEqual([415, 'UNSUPPORTED_MEDIA_TYPE']);
   });
 
   it('lists the job types', async () => {

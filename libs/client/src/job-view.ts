@@ -17,6 +17,16 @@ interface JobViewFields<N extends JobName> {
   finishedAt?: string;
 }
 
+/** A file a completed job returned (or its result, when larger than 64 KiB: `result.json`); `client.download(file)` fetches it. */
+export interface JobFile {
+  name: string;
+  bytes: number;
+  contentType: string;
+  sha256: string;
+  /** `/v1/jobs/{id}/files/{name}`, on the API. */
+  url: string;
+}
+
 /**
  * A job as the API shows it, typed by its job type `N`: narrow on `status` to reach `result` (typed
  * by the type's output schema) or `error`. Without `N` it is the union over every type, which
@@ -25,7 +35,7 @@ interface JobViewFields<N extends JobName> {
 export type JobView<N extends JobName = JobName> = N extends JobName
   ?
       | (JobViewFields<N> & { status: 'queued' | 'active' })
-      | (JobViewFields<N> & { status: 'completed'; result: OutputOf<N> })
+      | (JobViewFields<N> & { status: 'completed'; result: OutputOf<N>; files?: JobFile[] })
       | (JobViewFields<N> & { status: 'failed' | 'cancelled' | 'expired'; error: JobFailure })
   : never;
 

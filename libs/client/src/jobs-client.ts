@@ -1,5 +1,6 @@
 import type { JobName, SubmissionOf } from '@app/jobs';
-import type { JobEvent, JobTypeInfo, JobView } from './job-view';
+import type { JobEvent, JobFile, JobTypeInfo, JobView } from './job-view';
+import { type FileBody, type FilePart, multipartOf } from './multipart';
 import { ProblemError } from './problem-error';
 import { retryDelay, type RetryPolicy } from './retry';
 import { readSse } from './sse';
@@ -29,7 +30,14 @@ export interface CallOptions {
 export interface SubmitOptions extends CallOptions {
   /** A start deadline (`Start-Within`): still queued this many seconds after submission, the job ends `expired` unrun. */
   startWithinSeconds?: number;
+  /**
+   * The files the type takes, by name (e.g. `{ image: buffer }`): sent as multipart/form-data. Bytes
+   * (a Blob, a Buffer) are resent on a retry; a stream is sent once, so a 429 or 503 is then thrown.
+   */
+  files?: Readonly<Record<string, FileBody | FilePart>>;
 }
+
+export type { FileBody, FilePart };
 
 export interface WaitOptions extends SubmitOptions {
   /** How long the API may hold the request for the job to finish (`Prefer: wait`; 30 s, and capped by its MAX_WAIT_SECONDS). */
@@ -61,7 +69,7 @@ export class JobsClient {
 
   /** Submits a job: the completed view on a cache hit, else the queued (or joined) job's view. */
   async submit<N extends JobName>(type: N, input: SubmissionOf<N>, options: SubmitOptions = {}): Promise<JobView<N>> {
-    return this.json<JobView<N>>('POST', `/v1/jobs/${encodeURIComponent(type)}`, options, { body: input, headers: submitHeaders(options) });
+    return this.json<JobView<N>>('POST', `/v1/jobs/${encodeURIComponent(type)}`, options, { ...submitBody(input, options), headers: submitHeaders(options) });
   }
 
   /**
@@ -71,7 +79,25 @@ export class JobsClient {
   async submitAndWait<N extends JobName>(type: N, input: SubmissionOf<N>, options: WaitOptions = {}): Promise<JobView<N>> {
     const waitSeconds = options.waitSeconds ?? 30;
     const timeoutMs = options.timeoutMs ?? this.timeoutMs + waitSeconds * 1000;
-    return this.json<JobView<N>>('POST', `/v1/jobs/${encodeURIComponent(type)}`, { ...options, timeoutMs }, { body: input, headers: { ...submitHeaders(options), prefer: `wait=${waitSeconds}` } });
+    return this.json<JobView<N>>('POST', `/v1/jobs/${encodeURIComponent(type)}`, { ...options, timeoutMs }, { ...submitBody(input, options), headers: { ...submitHeaders(options), prefer: `wait=${waitSeconds}` } });
+  }
+
+  /**
+   * A file a completed job returned (an entry of its view's `files`), as a Response to read as a
+   * stream (`body`), `arrayBuffer()` or `blob()`: from the API, or from the S3 store its `303`
+   * points to (followed without the API key). No time limit unless `timeoutMs` or `signal` sets one.
+   */
+  async download(file: Pick<JobFile, 'url'>, options: CallOptions = {}): Promise<Response> {
+    const call = this.callOf({ ...options, timeoutMs: options.timeoutMs ?? 0 });
+    const res = await this.send('GET', file.url, call, { accept: '*/*' }, undefined, 'manual');
+    const location = res.headers.get('location');
+    if (res.status === 303 && location) {
+      const stored = await this.fetch(new URL(location, this.baseUrl).href, { signal: call.signal });
+      if (!stored.ok) throw await ProblemError.fromResponse(stored);
+      return stored;
+    }
+    // A browser hides a redirect it was told not to follow: follow it then (it drops the API key for another origin).
+    return res.type === 'opaqueredirect' ? this.send('GET', file.url, call, { accept: '*/*' }) : res;
   }
 
   /** The job's current view; given a view (or `{id, type}`) rather than an id, typed by its job type. */
@@ -125,21 +151,25 @@ export class JobsClient {
     }
   }
 
-  private async json<T>(method: string, path: string, options: CallOptions, extra: { body?: unknown; headers?: Record<string, string> } = {}): Promise<T> {
+  private async json<T>(method: string, path: string, options: CallOptions, extra: { body?: unknown; form?: Body; headers?: Record<string, string> } = {}): Promise<T> {
     const call = this.callOf(options);
     const headers: Record<string, string> = { accept: 'application/json', ...extra.headers };
-    const res = await this.send(method, path, call, headers, extra.body === undefined ? undefined : JSON.stringify(extra.body));
+    const body: Body | undefined = extra.form ?? (extra.body === undefined ? undefined : { body: JSON.stringify(extra.body), contentType: 'application/json' });
+    const res = await this.send(method, path, call, headers, body);
     return (await res.json()) as T;
   }
 
-  /** One call: retried on 429 and 503 after their Retry-After; any other non-2xx is a ProblemError. */
-  private async send(method: string, path: string, { signal, deadline }: Call, headers: Record<string, string>, body?: string): Promise<Response> {
-    if (body !== undefined) headers['content-type'] = 'application/json';
+  /** One call: retried on 429 and 503 after their Retry-After (unless its body is a stream); any other non-2xx is a ProblemError. */
+  private async send(method: string, path: string, { signal, deadline }: Call, headers: Record<string, string>, body?: Body, redirect?: 'manual'): Promise<Response> {
+    if (body?.contentType) headers['content-type'] = body.contentType;
     if (this.options.apiKey) headers.authorization = `Bearer ${this.options.apiKey}`;
+    const streamed = body?.body instanceof ReadableStream;
+    // why duplex: a fetch with a stream as its body must say so (Node's fetch refuses it otherwise).
+    const init = { method, headers, body: body?.body, signal, ...(redirect && { redirect }), ...(streamed && { duplex: 'half' }) } as RequestInit;
     for (let retry = 0; ; retry++) {
-      const res = await this.fetch(`${this.baseUrl}${path}`, { method, headers, body, signal });
-      if (res.ok) return res;
-      const delay = retryDelay(res.status, res.headers.get('retry-after'), retry, this.policy, deadline - Date.now());
+      const res = await this.fetch(`${this.baseUrl}${path}`, init);
+      if (res.ok || (redirect === 'manual' && (res.status === 303 || res.type === 'opaqueredirect'))) return res;
+      const delay = streamed ? undefined : retryDelay(res.status, res.headers.get('retry-after'), retry, this.policy, deadline - Date.now());
       const problem = await ProblemError.fromResponse(res);
       if (delay === undefined) throw problem;
       await sleep(delay, signal);
@@ -152,6 +182,17 @@ export class JobsClient {
     const signals = [options.signal, inner, timeoutMs > 0 ? AbortSignal.timeout(timeoutMs) : undefined].filter((s) => s !== undefined);
     return { signal: AbortSignal.any(signals), deadline: timeoutMs > 0 ? Date.now() + timeoutMs : Infinity };
   }
+}
+
+/** A request body, and its content type when the fetch does not set it itself (a FormData's). */
+interface Body {
+  body: string | FormData | ReadableStream<Uint8Array>;
+  contentType?: string;
+}
+
+/** A submission's body: its input as JSON, or with files, the multipart/form-data of both. */
+function submitBody(input: unknown, options: SubmitOptions): { body?: unknown; form?: Body } {
+  return options.files ? { form: multipartOf(input, options.files) } : { body: input };
 }
 
 /** The headers of a submission's options. */
