@@ -1,4 +1,4 @@
-import { bullKey } from '@app/queue';
+import { bullKey, callerShares } from '@app/queue';
 import { distinctEcho, SubmitLoad } from '../support/failover';
 import { FailoverStack } from '../support/failover-stack';
 import { request, submit } from '../support/http';
@@ -10,7 +10,8 @@ import { waitFor } from '../support/wait';
  * `default` queue's hash slot is killed (SIGKILL) under a steady load of `default` jobs and `heavy`
  * fan-out jobs. Its replica takes over; the apps follow the new slot map with no restart, and the
  * other shards keep serving meanwhile. Single flight, cancel markers and channel, rate limits,
- * the job notices, flows, the job store and the cache all work across shards. The API with
+ * the job notices, flows, the job store, the cache and fair share (each API key's share in its
+ * queue's slot) all work across shards. The API with
  * REDIS_MIN_REPLICAS_ACK=1 loses no accepted job; the one without shows what a failover can lose.
  */
 describe('Redis Cluster: the primary of the default queue fails over under load', () => {
@@ -93,6 +94,19 @@ describe('Redis Cluster: the primary of the default queue fails over under load'
     const [spins, chaos, tagged] = await Promise.all([listed('type=spin&limit=100'), listed('type=chaos&limit=100'), listed('tag=cluster-heavy')]);
 
     const outcome = await stack.afterFailover();
+    // Fair share on the cluster (both APIs have keys): once the load has drained, each key's running
+    // and waiting counts in each queue's shard are back to 0, the failed-over one's included.
+    const shares = (queue: string) => cluster!.primaryFor(bullKey(prefix, queue, 'wait')).then((node) => node.client((c) => callerShares(c, prefix, queue)));
+    let drained: Array<{ queue: string; caller: string; waiting: number; running: number }> = [];
+    await waitFor(
+      async () => {
+        drained = (await Promise.all(['default', 'heavy'].map(async (queue) => (await shares(queue)).map((share) => ({ queue, ...share }))))).flat();
+        return drained.every((share) => share.waiting === 0 && share.running === 0);
+      },
+      { timeoutMs: 30_000, what: "every key's fair-share counts back to 0" },
+    ).catch((error: Error) => {
+      throw new Error(`${error.message}: ${JSON.stringify(drained)}`);
+    });
     stack.print(outcome, load, {
       durable: {
         failoverMs,
@@ -105,6 +119,8 @@ describe('Redis Cluster: the primary of the default queue fails over under load'
     });
 
     expect(new Set(joined.map((r) => r.body.id)).size).toBe(1);
+    expect(drained.filter((share) => share.queue === 'default').map((share) => share.caller).sort()).toEqual(['durable', 'plain']);
+    expect(drained.filter((share) => share.queue === 'heavy').map((share) => share.caller)).toContain('durable');
     expect(heavyPrimary).not.toBe(old);
     expect(unreplicated).toMatchObject({ status: 503, headers: expect.anything(), body: { code: 'NOT_REPLICATED' } });
     expect(unreplicated.headers.get('retry-after')).toMatch(/^\d+$/);
