@@ -53,7 +53,11 @@ describe('queue dashboard', () => {
     const types: Array<{ type: string; queue: string }> = (await request(`${readOnly.url}/v1/job-types`, { headers: client })).body;
     const page = await fetch(`${readOnly.url}${DASHBOARD}`, { headers: { authorization: `Bearer ${KEY}` } });
     expect(page.status).toBe(200);
-    expect(await page.text()).toContain('<div id="root">');
+    const html = await page.text();
+    expect(html).toContain('<div id="root">');
+    // Its header links to the other admin pages this API serves (the dead letters', with that capability).
+    const links = JSON.parse(/<script id="__UI_CONFIG__" type="application\/json">([^<]*)<\/script>/.exec(html)![1]).miscLinks as Array<{ text: string; url: string }>;
+    expect(links.some((link) => link.url === '/admin/dead-letters')).toBe(present('dead-letters'));
     const { status, body } = await request(`${readOnly.url}${DASHBOARD}/api/queues`, { headers: auth });
     expect(status).toBe(200);
     const queues = body.queues as Array<{ name: string; description: string; readOnlyMode: boolean }>;

@@ -78,6 +78,13 @@ describe('dead letters: jobs that failed for good, kept, listed and replayed onc
     const times = listed.body.items.map((entry: { failedAt: string }) => Date.parse(entry.failedAt));
     expect(times).toEqual([...times].sort((a, b) => b - a));
 
+    // A browser (the queue dashboard links here) gets the page as a table.
+    const page = await fetch(`${api.url}/admin/dead-letters?type=chaos`, { headers: { ...as(ADMIN), accept: 'text/html' } });
+    expect([page.status, page.headers.get('content-type')]).toEqual([200, 'text/html; charset=utf-8']);
+    const html = await page.text();
+    expect(html).toContain(`<code>${id}</code>`);
+    expect(html).not.toContain('<script');
+
     // Admin keys only: a client key is refused, no key is asked for one.
     expect((await admin('/admin/dead-letters', { headers: as(ALICE) })).status).toBe(403);
     expect((await admin('/admin/dead-letters/replay', { method: 'POST', json: {}, headers: as(ALICE) })).status).toBe(403);

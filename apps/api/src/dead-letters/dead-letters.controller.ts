@@ -1,12 +1,14 @@
-import { Body, Controller, Get, HttpCode, Post, Query, Req } from '@nestjs/common';
+import { Body, Controller, Get, HttpCode, Post, Query, Req, Res } from '@nestjs/common';
 import { ApiBody, ApiOperation, ApiQuery, ApiResponse, ApiTags } from '@nestjs/swagger';
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { KEPT_CODES } from '@app/queue';
 import { adminOf } from '../admin/admin-access';
+import { LinksAdminPage } from '../admin/admin-links';
 import { ApiProblems } from '../http/openapi.decorators';
 import { MAX_LIMIT } from '../jobs/listing-query';
 import { MAX_REPLAY, parseDeadLetterQuery, parseReplayRequest } from './dead-letter-query';
 import { type DeadLetterListing, DeadLetters, type ReplayAnswer } from './dead-letters';
+import { deadLettersPage } from './dead-letters.page';
 
 const CODES = [...KEPT_CODES];
 const TIME = { type: 'string', format: 'date-time' } as const;
@@ -41,6 +43,7 @@ const FILTER_FIELDS = {
  * GET /admin/dead-letters lists them, POST /admin/dead-letters/replay submits them again.
  */
 @ApiTags('admin')
+@LinksAdminPage({ text: 'Dead letters', url: '/admin/dead-letters' })
 @Controller('admin/dead-letters')
 export class DeadLettersController {
   constructor(private readonly letters: DeadLetters) {}
@@ -58,12 +61,16 @@ export class DeadLettersController {
   @ApiQuery({ name: 'cursor', required: false, description: 'The `next` of the previous page.', schema: { type: 'string' } })
   @ApiResponse({
     status: 200,
-    description: 'A page.',
-    content: { 'application/json': { schema: { type: 'object', required: ['items', 'next'], properties: { items: { type: 'array', items: LETTER }, next: { type: ['string', 'null'], description: 'Pass as `cursor` for the next page; null on the last.' } } } } },
+    description: 'A page; as an HTML table for a browser (`Accept: text/html`), which the queue dashboard links to.',
+    content: { 'text/html': { schema: { type: 'string' } }, 'application/json': { schema: { type: 'object', required: ['items', 'next'], properties: { items: { type: 'array', items: LETTER }, next: { type: ['string', 'null'], description: 'Pass as `cursor` for the next page; null on the last.' } } } } },
   })
   @ApiProblems('INVALID_QUERY', 'QUEUE_UNAVAILABLE')
-  list(@Query() query: Record<string, unknown>): Promise<DeadLetterListing> {
-    return this.letters.list(parseDeadLetterQuery(query));
+  async list(@Query() query: Record<string, unknown>, @Req() req: FastifyRequest, @Res({ passthrough: true }) reply: FastifyReply): Promise<DeadLetterListing | string> {
+    const page = await this.letters.list(parseDeadLetterQuery(query));
+    // A browser (the queue dashboard's link) gets the page as a table.
+    if (!/\btext\/html\b/.test(req.headers.accept ?? '')) return page;
+    void reply.type('text/html; charset=utf-8').header('cache-control', 'no-store');
+    return deadLettersPage(page, query);
   }
 
   @Post('replay')

@@ -1,7 +1,9 @@
 import { Inject, Injectable } from '@nestjs/common';
+import { DiscoveryService } from '@nestjs/core';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { CONFIG, type Config } from '@app/config';
 import { JobRegistry } from '@app/jobs';
+import { adminLinks } from '../admin/admin-links';
 import { type BrowserPage, ServesBrowserPage } from '../admin/browser-pages';
 import { JobQueues } from '../queues/queue.providers';
 
@@ -23,6 +25,6 @@ export class QueueDashboardPage implements BrowserPage {
     // why a dynamic import: api.module.ts loads this file with the dashboard off too, and Bull Board
     // costs ~85 ms of CPU and ~8 MB at start, for a page most replicas never serve.
     const { serveQueueDashboard } = await import('./queue-dashboard');
-    serveQueueDashboard(app.getHttpAdapter().getInstance(), this.queues, this.registry, this.config);
+    serveQueueDashboard(app.getHttpAdapter().getInstance(), this.queues, this.registry, this.config, adminLinks(app.get(DiscoveryService)));
   }
 }

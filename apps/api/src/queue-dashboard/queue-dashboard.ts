@@ -4,6 +4,7 @@ import { FastifyAdapter as BullBoardFastify } from '@bull-board/fastify';
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '@app/config';
 import type { JobRegistry } from '@app/jobs';
+import type { AdminLink } from '../admin/admin-links';
 import type { JobQueues } from '../queues/queue.providers';
 import { validateDashboardWrites } from './dashboard-writes';
 import { DASHBOARD_PATH } from './queue-dashboard.page';
@@ -12,8 +13,9 @@ import { DASHBOARD_PATH } from './queue-dashboard.page';
  * Bull Board at /admin/queues: every queue the registered types use, with the types it carries.
  * Read-only unless QUEUE_DASHBOARD_READONLY=false (Bull Board refuses changes to a read-only queue
  * itself). Behind the admin keys: the core guards the path before QueueDashboardPage calls this.
+ * `links`: the other admin pages (LinksAdminPage), in its header beside the API docs.
  */
-export function serveQueueDashboard(fastify: FastifyInstance, queues: JobQueues, registry: JobRegistry, config: Config): void {
+export function serveQueueDashboard(fastify: FastifyInstance, queues: JobQueues, registry: JobRegistry, config: Config, links: readonly AdminLink[] = []): void {
   const readOnlyMode = config.queueDashboardReadOnly;
   if (!readOnlyMode) validateDashboardWrites(fastify, DASHBOARD_PATH, queues, registry, config);
   const server = new BullBoardFastify().setBasePath(DASHBOARD_PATH);
@@ -25,7 +27,7 @@ export function serveQueueDashboard(fastify: FastifyInstance, queues: JobQueues,
       uiConfig: {
         boardTitle: 'nest-offload',
         hideDocsLink: true,
-        miscLinks: [...(config.apiDocs ? [{ text: 'API docs', url: '/docs' }] : []), ...(config.apiKeys.length > 0 ? [{ text: 'Sign out', url: '/admin/login' }] : [])],
+        miscLinks: [...(config.apiDocs ? [{ text: 'API docs', url: '/docs' }] : []), ...links, ...(config.apiKeys.length > 0 ? [{ text: 'Sign out', url: '/admin/login' }] : [])],
       },
     },
   });
