@@ -109,8 +109,11 @@ describe('batch submissions', () => {
       // The listing index (docs/api.md#listing-jobs) takes a few writes per new job, sent with the adds.
       const indexWrites = fromApi.filter((c) => !isAdd(c) && /:(listing|listing-ends|tags:)/.test(String(c.args[1] ?? '')));
       expect(indexWrites.length).toBeLessThanOrEqual(3 * (ids.size + 1));
-      const others = fromApi.filter((c) => !isAdd(c) && !indexWrites.includes(c)).map((c) => c.args[0].toLowerCase());
-      expect(others.length).toBeLessThanOrEqual(4); // the backlog count, and reading the one joined job
+      // why not the blob store's leases: the API's sweep of them, once a minute, is no part of the request.
+      const swept = (c: MonitoredCommand) => c.args.some((arg) => String(arg).includes(':{blobs}:'));
+      const others = fromApi.filter((c) => !isAdd(c) && !indexWrites.includes(c) && !swept(c)).map((c) => `${c.args[0].toLowerCase()} ${String(c.args[1] ?? '')}`);
+      // The backlog count, and reading the one joined job: named when there are more, to say what they were.
+      if (others.length > 4) throw new Error(`${others.length} other Redis commands from the API, at most 4 expected: ${others.join('; ')}`);
       // The cache: one GET per distinct valid input (memory had none of them).
       const fromCache = commands.filter((c) => c.connection === 'nest-offload:cache');
       expect(fromCache.map((c) => c.args[0].toLowerCase())).toEqual(Array(ids.size + 1 + cached.length).fill('get'));
