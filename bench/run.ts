@@ -1,8 +1,9 @@
 import { execFileSync } from 'node:child_process';
 import { pbkdf2Sync, randomBytes } from 'node:crypto';
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { cpus } from 'node:os';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import IORedis from 'ioredis';
 import type { AppProcess } from '../test/support/apps';
 import { BENCH_API_KEY, BENCH_KEY_ENV, sendKeyTo } from './load/api-key';
@@ -15,6 +16,7 @@ import { CacheScenario } from './scenarios/cache';
 import { CostScenario } from './scenarios/cost';
 import { BenchContext, Scenario, Servers } from './scenarios/context';
 import { CpuScenario } from './scenarios/cpu';
+import { FilesScenario } from './scenarios/files';
 import { IsolationScenario } from './scenarios/isolation';
 import { MemoryRecorder } from './scenarios/memory';
 import { OverheadScenario } from './scenarios/overhead';
@@ -46,6 +48,7 @@ const SCENARIO_CLASSES: Record<ScenarioName, new (ctx: BenchContext) => Scenario
   peers: PeersScenario,
   seeds: SeedsScenario,
   replicas: ReplicasScenario,
+  files: FilesScenario,
 };
 
 /** ms of one pbkdf2-sha512 iteration on this machine, measured once. */
@@ -83,6 +86,13 @@ async function startServers(opts: BenchOptions, templateEnv: Env, prefix: string
   if (want.has('isolation')) {
     start('inHandler', 'baselines/baseline.main.js', { BASELINE_MODE: 'inline', REDIS_PREFIX: `${prefix}-inline` });
     start('inProcess', 'baselines/baseline.main.js', { BASELINE_MODE: 'bullmq', REDIS_PREFIX: `${prefix}-inproc` });
+  }
+  if (want.has('peers') || want.has('files')) {
+    // The bare peer (Nest + @nestjs/bullmq API and worker), which the peers and files scenarios share: two Nest start-ups fewer.
+    // why PEER_BODY_LIMIT: the files scenario's images travel base64 in its JSON bodies (thumbnail's 32 MB at most).
+    const peerEnv: Env = { ...env, REDIS_PREFIX: `${prefix}-peer`, CONCURRENCY: String(opts.threads), PEER_BODY_LIMIT: String(48 * 1024 ** 2) };
+    starts.push(['peerApi', startNode(script('baselines/peer-api.main.js'), peerEnv, { cwd: opts.root, kind: 'api', nodeArgs: opts.nodeArgs })]);
+    starts.push(['peerWorker', startNode(script('baselines/peer-worker.main.js'), peerEnv, { cwd: opts.root, kind: 'worker', nodeArgs: opts.nodeArgs })]);
   }
   if (want.has('overhead')) start('rawWorker', 'baselines/raw-bullmq.main.js', { REDIS_PREFIX: `${prefix}-raw`, CONCURRENCY: String(opts.threads) });
   if (want.has('cache') || want.has('adapters')) start('plain', 'adapters/plain-http.main.js', {});
@@ -137,10 +147,13 @@ async function main(): Promise<void> {
   const prefix = `bench-${randomBytes(3).toString('hex')}`;
   const processes: AppProcess[] = [];
   const scenarios: Array<Scenario<ScenarioReport>> = [];
+  // The template's blob store: a directory of the run's, as `npm start` has one (the files scenario's uploads go there).
+  const blobDir = mkdtempSync(join(tmpdir(), `nest-offload-${prefix}-blobs-`));
   let interrupted = false;
   const cleanup = async () => {
     for (const s of scenarios) await s.close?.().catch((e: unknown) => progress.log(`closing ${s.name}: ${String(e)}`));
     await stopProcesses(processes);
+    rmSync(blobDir, { recursive: true, force: true });
     if (!redis.own) await deleteKeys(redisClient, prefix).catch(() => undefined);
     redisClient.disconnect();
     await redis.stop();
@@ -162,6 +175,11 @@ async function main(): Promise<void> {
       LOG_LEVEL: opts.logLevel,
       WORKER_THREADS: String(opts.threads),
       SHUTDOWN_TIMEOUT_MS: '5000',
+      // why a file store: the embedded default, so types that take files run (production needs it said).
+      BLOB_STORE_URL: pathToFileURL(blobDir).href,
+      BLOB_STORE_ALLOW_FILE: 'true',
+      // why: the files scenario's 100 MB uploads, 20 at once, take longer than the default 30 s to receive.
+      REQUEST_TIMEOUT_MS: '120000',
       ...opts.appEnv,
     };
     const servers = await startServers(opts, templateEnv, prefix, progress, processes);

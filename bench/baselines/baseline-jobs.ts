@@ -2,9 +2,13 @@ import { BadRequestException, NotFoundException } from '@nestjs/common';
 import type { Job } from 'bullmq';
 import { allJobs, JobDefinition, JobRegistry } from '../../libs/jobs/src';
 import { benchJobs } from '../support/bench-jobs';
+import { thumbnailBase64 } from './thumbnail-base64.job';
 
-/** The job types the baselines serve: the template's declarations and the bench's (as the bench's template apps have them), so the work is identical. */
-export const baselineJobs = new JobRegistry([...allJobs, ...Object.values(benchJobs)]);
+/**
+ * The job types the baselines serve: the template's declarations and the bench's (as the bench's
+ * template apps have them), so the work is identical; and the peer's base64 thumbnail (files scenario).
+ */
+export const baselineJobs = new JobRegistry([...allJobs, ...Object.values(benchJobs), thumbnailBase64]);
 
 /** What the baselines answer for a job: the fields of the template's view the bench reads. */
 export interface BaselineView {

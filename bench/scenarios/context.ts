@@ -26,6 +26,9 @@ export interface Servers {
   seedPartitioned?: AppProcess;
   seedLibuv4?: AppProcess;
   seedLibuv16?: AppProcess;
+  /** The bare peer: a Nest + @nestjs/bullmq API and its worker process (baselines/peer-*.main.ts), for the peers and files scenarios. */
+  peerApi?: AppProcess;
+  peerWorker?: AppProcess;
 }
 
 export interface BenchContext {

@@ -88,7 +88,7 @@ export class PeersScenario implements Scenario<ScenarioReport> {
     this.live.clear();
   }
 
-  /** The bare peer, the equal-guarantee peer's replicas and worker, and the template's extra API replicas (started in groups, parked). */
+  /** The equal-guarantee peer's replicas and worker, and the template's extra API replicas (started in groups, parked); the bare peer is run.ts's. */
   private async start(): Promise<void> {
     const { opts, redis, prefix, progress, servers, templateEnv } = this.ctx;
     const max = Math.max(...this.replicaCounts);
@@ -98,8 +98,6 @@ export class PeersScenario implements Scenario<ScenarioReport> {
     const peer = (name: string, env: Record<string, string>, kind: 'api' | 'worker') => () =>
       startNode(script(name), env, { cwd: opts.root, kind, nodeArgs: opts.nodeArgs });
     const starts: Array<[string, () => Promise<AppProcess>]> = [
-      ['peer API', peer('peer-api.main.js', { ...peerEnv, REDIS_PREFIX: `${prefix}-peer` }, 'api')],
-      ['peer worker', peer('peer-worker.main.js', { ...peerEnv, REDIS_PREFIX: `${prefix}-peer` }, 'worker')],
       ['guarded worker', peer('peer-worker.main.js', guardedEnv, 'worker')],
       ...Array.from({ length: max }, (): [string, () => Promise<AppProcess>] => ['guarded API', peer('peer-api.main.js', guardedEnv, 'api')]),
       ...Array.from({ length: max - 1 }, (): [string, () => Promise<AppProcess>] => [
@@ -126,7 +124,8 @@ export class PeersScenario implements Scenario<ScenarioReport> {
     this.sides = [
       { key: 'template', label: 'template', trivial: 'bench-sum', apis: templateApis, worker: servers.worker, clients: new Map() },
       { key: 'inline', label: 'template, inline type', trivial: 'bench-sum-inline', apis: templateApis, worker: servers.worker, clients: new Map() },
-      { key: 'peer', label: 'bare peer (@nestjs/bullmq API + worker)', trivial: 'bench-sum', apis: all('peer API'), worker: all('peer worker')[0], clients: new Map() },
+      // The bare peer is run.ts's (shared with the files scenario).
+      { key: 'peer', label: 'bare peer (@nestjs/bullmq API + worker)', trivial: 'bench-sum', apis: [servers.peerApi!], worker: servers.peerWorker!, clients: new Map() },
       { key: 'guarded', label: 'equal-guarantee peer', trivial: 'bench-sum', apis: guardedApis, worker: all('guarded worker')[0], clients: new Map() },
     ];
     this.redisPid = await redisServerPid(this.ctx.redis, this.ctx.redisClient);
@@ -401,7 +400,8 @@ export class PeersScenario implements Scenario<ScenarioReport> {
   async close(): Promise<void> {
     for (const side of this.sides ?? []) for (const client of side.clients.values()) client.close();
     resume(this.extras);
-    const mine = (this.sides ?? []).filter((s) => s.key === 'peer' || s.key === 'guarded').flatMap((s) => [...s.apis, s.worker]);
+    // The bare peer is run.ts's to stop.
+    const mine = (this.sides ?? []).filter((s) => s.key === 'guarded').flatMap((s) => [...s.apis, s.worker]);
     const stop = async (p: AppProcess) => {
       const killer = setTimeout(() => p.signal('SIGKILL'), 15_000);
       await p.stop('SIGTERM');

@@ -4,6 +4,9 @@ import { defineJob } from '../../libs/jobs/src/define-job';
 
 const PROGRESS_EVERY_MS = 100;
 
+/** The largest file `bench-file` takes: above the files scenario's 100 MB uploads. */
+export const BENCH_FILE_MAX_BYTES = 256 * 1024 * 1024;
+
 /** from + … + to, the loop itself (exact as a BigInt), calling `onProgress` with a percent about every 100 ms. */
 export function sumRange(from: number, to: number, onProgress: (percent: number) => void): bigint {
   // why chunks: partial sums stay exact in a double below 2^53; each chunk is folded into a BigInt.
@@ -38,6 +41,9 @@ export const PBKDF2_ARGS = { password: 'bench', keylen: 64, digest: 'sha512' } a
  * - `bench-pbkdf2`: PBKDF2-SHA512 (node:crypto, 64-byte key) of `iterations`, which the bench
  *   calibrates to a target time (~25 ms), with a fresh salt per job: the CPU job.
  * - `bench-sort`: sorts a list of numbers, the large payload (the payload scenario).
+ * - `bench-file`: takes one file of up to BENCH_FILE_MAX_BYTES (a ZIP by its first bytes) and
+ *   answers its size without reading it: the upload path alone (the files scenario), larger than
+ *   `thumbnail`'s 32 MB.
  * The template's apps get them from bench-jobs.preload.ts; the baselines and peers import them from
  * here. `define` is the defineJob of the build that registers them (see the preload).
  */
@@ -90,7 +96,18 @@ export function declareBenchJobs(define: typeof defineJob) {
     cacheTtlSeconds: 300,
     run: ({ numbers }) => ({ sorted: Array.from(Float64Array.from(numbers).sort()) }),
   });
-  return { sum, sumInline, pbkdf2, sort };
+  const file = define({
+    name: 'bench-file',
+    version: 1,
+    description: `The bench's upload: takes a file \`file\` (a ZIP by its first bytes, at most ${BENCH_FILE_MAX_BYTES} bytes) and answers its size, without reading it.`,
+    input: z.strictObject({ label: z.string().max(100).default('') }),
+    output: z.object({ bytes: z.int() }),
+    files: { file: { maxBytes: BENCH_FILE_MAX_BYTES, accept: ['application/zip'] } },
+    timeoutMs: 10_000,
+    cacheTtlSeconds: 60,
+    run: (_input, ctx) => ({ bytes: ctx.files!.file.bytes }),
+  });
+  return { sum, sumInline, pbkdf2, sort, file };
 }
 
 /** The bench's job types as these sources declare them (for the baselines and peers). */

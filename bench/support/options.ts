@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { isAbsolute, join } from 'node:path';
 
 /** The scenarios `npm run bench` runs by default, in order; `payload` is an extra, run on request. */
-export const SCENARIOS = ['isolation', 'cpu', 'overhead', 'cache', 'singleFlight', 'adapters', 'batch', 'peers', 'seeds', 'replicas', 'cost'] as const;
+export const SCENARIOS = ['isolation', 'cpu', 'overhead', 'cache', 'singleFlight', 'adapters', 'batch', 'peers', 'seeds', 'replicas', 'cost', 'files'] as const;
 export const EXTRA_SCENARIOS = ['payload'] as const;
 export type ScenarioName = (typeof SCENARIOS)[number] | (typeof EXTRA_SCENARIOS)[number];
 
@@ -61,6 +61,29 @@ export interface BenchOptions {
    * worker taking `pickup` jobs); the queue is filled `chunk` jobs per addBulk.
    */
   cost: { jobs: number; runBudgetMs: number; perJobMs: number; depths: number[]; reps: number; submits: number; callers: number; pickup: number; chunk: number };
+  /**
+   * Files (thumbnail jobs on the file store vs the base64 peer, uploads vs a bare Fastify route):
+   * the two image sizes; jobs a side submits for Redis bytes per job (the peer's of the large image
+   * fewer: each holds the image in Redis); thumbnails per leg and their callers; concurrent uploads
+   * and their size for MB/s; concurrent uploads and their size while the API's RSS is sampled;
+   * GET connections and seconds idle and with `feeders` callers of large-image thumbnails.
+   */
+  files: {
+    smallBytes: number;
+    largeBytes: number;
+    memoryJobs: number;
+    peerLargeJobs: number;
+    thumbs: number;
+    thumbCallers: number;
+    uploads: number;
+    uploadBytes: number;
+    rssUploads: number;
+    rssUploadBytes: number;
+    connections: number;
+    idleS: number;
+    busyS: number;
+    feeders: number;
+  };
   /** Memory soak after the passes: chunks × jobs per chunk (0 chunks: none). */
   soak: { chunks: number; perChunk: number };
 }
@@ -139,6 +162,9 @@ export function loadOptions(env: NodeJS.ProcessEnv = process.env, argv: readonly
     cost: smoke
       ? { jobs: 100, runBudgetMs: 300, perJobMs: 1, depths: [0, 1000, 5000], reps: 1, submits: 20, callers: 8, pickup: 300, chunk: 1000 }
       : { jobs: 500, runBudgetMs: 1000, perJobMs: 1, depths: [0, 100_000, 1_000_000], reps: 3, submits: 200, callers: 8, pickup: 2000, chunk: 5000 },
+    files: smoke
+      ? { smallBytes: 8 * 1024, largeBytes: 64 * 1024, memoryJobs: 3, peerLargeJobs: 3, thumbs: 3, thumbCallers: 2, uploads: 2, uploadBytes: 1024 ** 2, rssUploads: 2, rssUploadBytes: 1024 ** 2, connections: 4, idleS: 0.3, busyS: 0.3, feeders: 2 }
+      : { smallBytes: 50 * 1024, largeBytes: 5 * 1024 ** 2, memoryJobs: 100, peerLargeJobs: 20, thumbs: 40, thumbCallers: 4, uploads: 8, uploadBytes: 50 * 1024 ** 2, rssUploads: 20, rssUploadBytes: 100 * 1024 ** 2, connections: 10, idleS: 4, busyS: 4, feeders: 4 },
     payload: { sizes: smoke ? [1000, 10_000] : [1000, 10_000, 100_000, 300_000] },
     soak: smoke ? { chunks: 2, perChunk: 200 } : { chunks: int('BENCH_SOAK_CHUNKS', 6), perChunk: 5000 },
   };

@@ -1,0 +1,405 @@
+import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
+import { request } from 'node:http';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Queue } from 'bullmq';
+import IORedis from 'ioredis';
+import type { Sharp, SharpOptions } from 'sharp';
+import { FileBlobStore } from '../../libs/blobs/src/file-blob-store';
+import { thumbnail } from '../../libs/jobs/src/thumbnail.job';
+import { bullKey } from '../../libs/queue/src/queue.keys';
+import type { AppProcess } from '../../test/support/apps';
+import { keyHeader } from '../load/api-key';
+import { blast } from '../load/blast';
+import { closedLoop, HttpClient } from '../load/http-client';
+import type { ScenarioReport } from '../report/report.types';
+import { benchJobs } from '../support/bench-jobs';
+import { memoryUsage, readMemory } from '../support/redis-memory';
+import { poolSaturated, rssBytes, startNode } from '../support/stack';
+import { Rounds } from '../support/stats';
+import { BenchContext, rotate, Scenario, sleep } from './context';
+import { filesReport } from './files.report';
+
+/** The peer's queue (bench/baselines/peer.queue.ts). */
+const PEER_QUEUE = 'peer-jobs';
+/** What every thumbnail of the scenario is: one width and format, so every job is the same work. */
+const THUMB = { width: 640, format: 'jpeg' } as const;
+const ZIP_MAGIC = Buffer.from([0x50, 0x4b, 0x03, 0x04]);
+
+interface View {
+  id: string;
+  status: string;
+  files?: Array<{ url: string }>;
+}
+
+/** A test image: a JPEG of about `bytes` (noise tiles, ~0.47 B a pixel at quality 90: a photo's 4:3 and density). */
+async function jpegOfAbout(bytes: number): Promise<{ data: Buffer; width: number; height: number }> {
+  const sharp = require('sharp') as (input?: unknown, options?: SharpOptions) => Sharp;
+  const tileOf = (width: number, height: number) =>
+    sharp({ create: { width, height, channels: 3, background: '#000', noise: { type: 'gaussian', mean: 128, sigma: 20 } } })
+      .png({ compressionLevel: 0 })
+      .toBuffer();
+  let pixels = bytes / 0.47;
+  let made = { data: Buffer.alloc(0), width: 0, height: 0 };
+  for (let i = 0; i < 3; i++) {
+    const width = Math.max(16, Math.round(Math.sqrt((pixels * 4) / 3)));
+    const height = Math.max(16, Math.round((width * 3) / 4));
+    const data = await sharp({ create: { width, height, channels: 3, background: { r: 90, g: 140, b: 200 } } })
+      .composite([{ input: await tileOf(Math.min(256, width), Math.min(256, height)), tile: true }])
+      .jpeg({ quality: 90 })
+      .toBuffer();
+    made = { data, width, height };
+    if (Math.abs(data.length - bytes) / bytes < 0.05) break;
+    pixels *= bytes / data.length;
+  }
+  return made;
+}
+
+/**
+ * `image` made distinct by a comment segment (COM) after its start marker: a new SHA-256 (a new
+ * content key, so no cache hit and no single flight) and the same pixels, so every job is the same
+ * work. Its first bytes stay a JPEG's (FF D8 FF).
+ */
+function distinct(image: Buffer, tag: string): Buffer {
+  const text = Buffer.from(tag, 'latin1');
+  const segment = Buffer.alloc(4);
+  segment.writeUInt16BE(0xfffe, 0);
+  segment.writeUInt16BE(text.length + 2, 2);
+  return Buffer.concat([image.subarray(0, 2), segment, text, image.subarray(2)]);
+}
+
+/** A multipart/form-data body's parts around one file: the `input` part, the file part's header, and the closing boundary. */
+function multipart(input: unknown, part: string, filename: string, contentType: string) {
+  const boundary = `----bench${randomBytes(12).toString('hex')}`;
+  const head = Buffer.from(
+    `--${boundary}\r\ncontent-disposition: form-data; name="input"\r\ncontent-type: application/json\r\n\r\n${JSON.stringify(input)}\r\n` +
+      `--${boundary}\r\ncontent-disposition: form-data; name="${part}"; filename="${filename}"\r\ncontent-type: ${contentType}\r\n\r\n`,
+  );
+  return { contentType: `multipart/form-data; boundary=${boundary}`, head, tail: Buffer.from(`\r\n--${boundary}--\r\n`) };
+}
+
+/** A generated upload of `bytes`: a ZIP's first bytes and a nonce (a distinct file), then a shared 1 MiB of random bytes over and over. */
+function* generated(bytes: number, pattern: Buffer): Generator<Buffer> {
+  const first = Buffer.concat([ZIP_MAGIC, randomBytes(60)]).subarray(0, Math.min(64, bytes));
+  yield first;
+  for (let sent = first.length; sent < bytes; ) {
+    const chunk = pattern.subarray(0, Math.min(pattern.length, bytes - sent));
+    sent += chunk.length;
+    yield chunk;
+  }
+}
+
+/** Streams `chunks` as a request body (with Content-Length, minding backpressure) on a connection of its own; the answer. */
+async function sendStream(url: URL, headers: Record<string, string | number>, chunks: Iterable<Buffer>, timeoutMs: number): Promise<{ status: number; text: string }> {
+  const req = request({ host: url.hostname, port: url.port, path: url.pathname, method: 'POST', headers, agent: false, timeout: timeoutMs });
+  const answer = new Promise<{ status: number; text: string }>((resolve, reject) => {
+    req.on('response', (res) => {
+      const parts: Buffer[] = [];
+      res.on('data', (c: Buffer) => parts.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(parts).toString() }));
+      res.on('error', reject);
+    });
+    req.on('timeout', () => req.destroy(new Error(`POST ${url.pathname}: timed out`)));
+    req.on('error', reject);
+  });
+  try {
+    for (const chunk of chunks) {
+      if (req.destroyed) break;
+      if (!req.write(chunk)) await Promise.race([once(req, 'drain'), answer]);
+    }
+    req.end();
+  } catch {
+    // The answer says what happened (an early refusal, a reset).
+  }
+  return answer;
+}
+
+/**
+ * 12. Files, the claim-check pattern against the usual first attempt, side by side:
+ * - Redis bytes per finished `thumbnail` job (input + result, kept, and its cached result), for a
+ *   small and a large image (used_memory deltas less the events stream, as in `cost`), against the
+ *   conventional peer (baselines/peer-*: Nest + @nestjs/bullmq, `thumbnail-base64`: the image
+ *   base64 in the JSON body and the job data, the thumbnail base64 in its return value);
+ * - upload MB/s through the API (`bench-file`: multipart, streamed into the file store, hashed and
+ *   sniffed on the way) against a bare Fastify route streaming the same bytes into the same store
+ *   (baselines/bare-upload.main.ts), concurrent uploads; the API's RSS growth while more run at once;
+ * - thumbnails/s of the large image (each client gets its thumbnail: the template's is downloaded
+ *   from its URL) against the peer, whose Nest worker decodes the base64 and runs sharp itself;
+ * - the API's GET /v1/jobs/{id} while large-image thumbnails are fed ÷ idle (the `isolation` measure).
+ * Every image is made distinct per job (distinct()), so no job is a cache hit or joins another.
+ */
+export class FilesScenario implements Scenario<ScenarioReport> {
+  readonly name = 'files';
+  private readonly rounds = new Rounds();
+  private bare?: AppProcess;
+  private images?: { small: { data: Buffer; width: number; height: number }; large: { data: Buffer; width: number; height: number } };
+  private store?: FileBlobStore;
+  private template?: HttpClient;
+  private peer?: HttpClient;
+  private peerQueue?: Queue;
+  private connection?: IORedis;
+  private pattern = randomBytes(1024 * 1024);
+  private serial = 0;
+  /** The peer's jobs not yet removed: each holds its image in Redis (see dropPeerJobs). */
+  private peerJobs: string[] = [];
+  private doneJobId?: string;
+  private readonly facts: Record<string, number> = {};
+
+  constructor(private readonly ctx: BenchContext) {}
+
+  /** The bare peer's prefix (run.ts starts it, shared with the peers scenario). */
+  private get peerPrefix(): string {
+    return `${this.ctx.prefix}-peer`;
+  }
+
+  /** The template's file store (a directory: BLOB_STORE_URL, set by run.ts). */
+  private get storeDir(): string {
+    const url = this.ctx.templateEnv.BLOB_STORE_URL;
+    if (!url?.startsWith('file://')) throw new Error('files: the template runs without a file:// BLOB_STORE_URL (run.ts sets one)');
+    return fileURLToPath(url);
+  }
+
+  async beginPass(): Promise<void> {
+    if (this.bare) return;
+    const { opts, redis, progress, servers } = this.ctx;
+    const o = opts.files;
+    progress.log(`${this.name}: starting the bare upload route; making ${o.smallBytes} and ${o.largeBytes} byte JPEGs`);
+    const [bare, small, large] = await Promise.all([
+      startNode(join(__dirname, '..', 'baselines', 'bare-upload.main.js'), { BLOB_DIR: this.storeDir }, { cwd: opts.root }),
+      jpegOfAbout(o.smallBytes),
+      jpegOfAbout(o.largeBytes),
+    ]);
+    this.bare = bare;
+    this.images = { small, large };
+    this.facts.smallBytes = small.data.length;
+    this.facts.largeBytes = large.data.length;
+    progress.log(`${this.name}: images ${small.width} × ${small.height} (${small.data.length} B) and ${large.width} × ${large.height} (${large.data.length} B)`);
+    this.store = new FileBlobStore(this.storeDir);
+    this.template = new HttpClient(this.ctx.servers.api.url, 64);
+    this.peer = new HttpClient(servers.peerApi!.url, 64);
+    this.connection = new IORedis(redis.url, { maxRetriesPerRequest: null });
+    this.peerQueue = new Queue(PEER_QUEUE, { connection: this.connection, prefix: this.peerPrefix }).on('error', () => undefined);
+    // Warm both sides (first sharp load, first multipart), and keep a finished job for the GET leg.
+    this.doneJobId = (await this.thumbTemplate('small')).id;
+    await this.thumbPeer('small');
+    await this.dropPeerJobs();
+  }
+
+  /** One thumbnail through the template: the image uploaded (multipart), the job awaited, the thumbnail downloaded. */
+  private async thumbTemplate(size: 'small' | 'large'): Promise<View> {
+    const image = distinct(this.images![size].data, `bench ${++this.serial}`);
+    const form = multipart(THUMB, 'image', 'image.jpg', 'image/jpeg');
+    const url = new URL(`/v1/jobs/${thumbnail.name}`, this.ctx.servers.api.url);
+    const headers = { ...keyHeader(url.href), 'content-type': form.contentType, 'content-length': form.head.length + image.length + form.tail.length, prefer: 'wait=60' };
+    const reply = await sendStream(url, headers, [form.head, image, form.tail], 120_000);
+    const view = JSON.parse(reply.text) as View;
+    if (view.status !== 'completed' || !view.files?.[0]) throw new Error(`files: thumbnail: HTTP ${reply.status}, ${reply.text.slice(0, 300)}`);
+    const file = await this.template!.send('GET', view.files[0].url);
+    if (file.status !== 200) throw new Error(`files: thumbnail download: HTTP ${file.status}`);
+    return view;
+  }
+
+  /** One thumbnail through the peer: the image base64 in the JSON body, the thumbnail base64 in the answer. */
+  private async thumbPeer(size: 'small' | 'large'): Promise<void> {
+    const image = distinct(this.images![size].data, `bench ${++this.serial}`).toString('base64');
+    const reply = await this.peer!.json<{ id: string; status: string; result?: { thumbnail?: string } }>('POST', '/v1/jobs/thumbnail-base64', {
+      json: { image, ...THUMB },
+      headers: { prefer: 'wait=60' },
+      timeoutMs: 120_000,
+    });
+    if (reply.body?.id) this.peerJobs.push(reply.body.id);
+    if (reply.body?.status !== 'completed' || !reply.body.result?.thumbnail) throw new Error(`files: peer thumbnail: HTTP ${reply.status}, ${JSON.stringify(reply.body).slice(0, 300)}`);
+  }
+
+  /**
+   * Removes the peer's jobs of this scenario: each holds its image base64 in Redis until the peer's
+   * retention (an hour). Only these: the peers scenario keeps a finished job of the same peer for its GETs.
+   */
+  private async dropPeerJobs(): Promise<void> {
+    const ids = this.peerJobs.splice(0);
+    for (const id of ids) await this.peerQueue!.remove(id);
+  }
+
+  async round(round: number, rounds: number): Promise<void> {
+    const step = (what: string) => this.ctx.progress.step(this.name, round + 1, rounds, what);
+    const o = this.ctx.opts.files;
+    // why only the first round of a pass: bytes per job barely move between rounds, and the peer's large jobs are slow to fill.
+    if (round % this.ctx.opts.roundsPerPass === 0) {
+      for (const size of ['small', 'large'] as const) {
+        step(`Redis bytes per thumbnail job, ${size} image: template, then the base64 peer`);
+        await this.redisBytes(size);
+      }
+    }
+    for (const side of rotate(['template', 'peer'] as const, round)) {
+      step(`thumbnails/s of the large image: ${side}`);
+      const t0 = performance.now();
+      const run = await closedLoop({ concurrency: o.thumbCallers, total: o.thumbs, task: async () => void (side === 'template' ? await this.thumbTemplate('large') : await this.thumbPeer('large')) });
+      if (run.errors.length > 0) throw new Error(`files: thumbnails (${side}): ${run.errors[0]}`);
+      this.rounds.add(`thumbsPerS.${side}`, o.thumbs / ((performance.now() - t0) / 1000));
+    }
+    this.rounds.add('thumbsRatio', this.rounds.get('thumbsPerS.template').values.at(-1)! / this.rounds.get('thumbsPerS.peer').values.at(-1)!);
+    await this.dropPeerJobs();
+    await this.dropLargeObjects();
+
+    for (const side of rotate(['template', 'bare'] as const, round)) {
+      step(`${o.uploads} concurrent uploads of ${o.uploadBytes / 1024 ** 2} MB: ${side}`);
+      this.rounds.add(`uploadMBps.${side}`, await this.uploads(side, o.uploads, o.uploadBytes));
+    }
+    this.rounds.add('uploadRatio', this.rounds.get('uploadMBps.template').values.at(-1)! / this.rounds.get('uploadMBps.bare').values.at(-1)!);
+
+    step(`the API's RSS while ${o.rssUploads} uploads of ${o.rssUploadBytes / 1024 ** 2} MB run at once`);
+    await this.rssGrowth();
+
+    step(`GET /v1/jobs/{id} idle, then with ${o.feeders} callers of large-image thumbnails`);
+    await this.isolation();
+    await this.dropLargeObjects();
+  }
+
+  /** Bytes Redis holds per finished thumbnail job of `size`, on each side (its events stream left out: BullMQ caps it). */
+  private async redisBytes(size: 'small' | 'large'): Promise<void> {
+    const o = this.ctx.opts.files;
+    const redis = this.ctx.redisClient;
+    // why no settling pause in smoke mode: its numbers mean nothing, and 8 pauses would be most of its time.
+    const settleMs = this.ctx.opts.smoke ? 0 : 150;
+    const measure = async (jobs: number, events: string, run: () => Promise<unknown>) => {
+      const m0 = await readMemory(redis, settleMs);
+      const e0 = await memoryUsage(redis, [events]);
+      const result = await closedLoop({ concurrency: 4, total: jobs, task: run });
+      if (result.errors.length > 0) throw new Error(`files: Redis bytes (${size}): ${result.errors[0]}`);
+      const m1 = await readMemory(redis, settleMs);
+      const e1 = await memoryUsage(redis, [events]);
+      return (m1.keys - m0.keys - (e1 - e0)) / jobs;
+    };
+    const template = await measure(o.memoryJobs, bullKey(this.ctx.prefix, thumbnail.queue, 'events'), () => this.thumbTemplate(size));
+    const peer = await measure(size === 'large' ? o.peerLargeJobs : o.memoryJobs, `${this.peerPrefix}:${PEER_QUEUE}:events`, () => this.thumbPeer(size));
+    await this.dropPeerJobs();
+    this.rounds.add(`redisBytes.${size}.template`, template);
+    this.rounds.add(`redisBytes.${size}.peer`, peer);
+    this.rounds.add(`redisBytes.${size}.ratio`, template / peer);
+    if (size === 'large') {
+      const small = this.rounds.get('redisBytes.small.template').values.at(-1)!;
+      this.rounds.add('redisBytes.largeLessSmall', template - small);
+    }
+  }
+
+  /**
+   * MB/s of `count` concurrent uploads of `bytes` each (first byte sent to last answer), each file
+   * distinct: through the API (POST /v1/jobs/bench-file, multipart, 202 once stored and queued) or
+   * the bare route. Then waits for the API's jobs and removes the uploaded objects (disk space).
+   */
+  private async uploads(side: 'template' | 'bare', count: number, bytes: number): Promise<number> {
+    const t0 = performance.now();
+    const ids = await Promise.all(Array.from({ length: count }, () => this.upload(side, bytes)));
+    const mbps = (count * bytes) / 1024 ** 2 / ((performance.now() - t0) / 1000);
+    if (side === 'template') await this.settled(ids.filter((id): id is string => id !== undefined));
+    await this.dropLargeObjects();
+    return mbps;
+  }
+
+  /** One upload; the job's id on the template's side. */
+  private async upload(side: 'template' | 'bare', bytes: number): Promise<string | undefined> {
+    if (side === 'bare') {
+      const url = new URL('/upload', this.bare!.url);
+      const reply = await sendStream(url, { 'content-type': 'application/octet-stream', 'content-length': bytes }, generated(bytes, this.pattern), 300_000);
+      if (reply.status !== 201) throw new Error(`files: bare upload: HTTP ${reply.status}, ${reply.text.slice(0, 300)}`);
+      return undefined;
+    }
+    const form = multipart({ label: 'bench' }, 'file', 'upload.zip', 'application/zip');
+    const url = new URL(`/v1/jobs/${benchJobs.file.name}`, this.ctx.servers.api.url);
+    const headers = { ...keyHeader(url.href), 'content-type': form.contentType, 'content-length': form.head.length + bytes + form.tail.length };
+    const reply = await sendStream(url, headers, [form.head, ...generated(bytes, this.pattern), form.tail], 300_000);
+    if (reply.status !== 202 && reply.status !== 200) throw new Error(`files: upload: HTTP ${reply.status}, ${reply.text.slice(0, 300)}`);
+    return (JSON.parse(reply.text) as View).id;
+  }
+
+  /** Waits until the API's jobs `ids` have ended. */
+  private async settled(ids: string[]): Promise<void> {
+    const deadline = Date.now() + 60_000;
+    for (const id of ids) {
+      for (;;) {
+        const { body } = await this.template!.json<View>('GET', `/v1/jobs/${id}`);
+        if (body?.status === 'completed' || body?.status === 'failed') break;
+        if (Date.now() > deadline) throw new Error(`files: job ${id} still ${body?.status} after a minute`);
+        await sleep(50);
+      }
+    }
+  }
+
+  /** Removes the large objects of the legs (inputs of ended jobs, the bare route's files): the store's disk is the host's. */
+  private async dropLargeObjects(): Promise<void> {
+    const store = this.store!;
+    const keys: string[] = [];
+    for await (const key of store.list()) {
+      if (key.startsWith('bare/') || (key.startsWith('sha256/') && ((await store.stat(key))?.bytes ?? 0) >= 1024 * 1024)) keys.push(key);
+    }
+    await store.delete(keys);
+  }
+
+  /** The API's RSS before, and its peak while `rssUploads` uploads run at once (sampled every 20 ms). */
+  private async rssGrowth(): Promise<void> {
+    const o = this.ctx.opts.files;
+    const api = this.ctx.servers.api;
+    // A full collection first (SIGUSR2, bench-jobs.preload.ts): the baseline is what the API holds, not garbage.
+    api.signal('SIGUSR2');
+    await sleep(200);
+    const before = rssBytes(api.pid);
+    let peak = before;
+    const sampler = setInterval(() => (peak = Math.max(peak, rssBytes(api.pid))), 20);
+    try {
+      const t0 = performance.now();
+      const ids = await Promise.all(Array.from({ length: o.rssUploads }, () => this.upload('template', o.rssUploadBytes)));
+      this.rounds.add('rssUploadMBps', (o.rssUploads * o.rssUploadBytes) / 1024 ** 2 / ((performance.now() - t0) / 1000));
+      peak = Math.max(peak, rssBytes(api.pid));
+      clearInterval(sampler);
+      await this.settled(ids.filter((id): id is string => id !== undefined));
+    } finally {
+      clearInterval(sampler);
+    }
+    await this.dropLargeObjects();
+    this.rounds.add('rssBefore', before);
+    this.rounds.add('rssPeak', peak);
+    this.rounds.add('rssGrowth', peak - before);
+  }
+
+  /** GET /v1/jobs/{id} req/s idle, then while `feeders` callers keep large-image thumbnails running (the pool saturated). */
+  private async isolation(): Promise<void> {
+    const o = this.ctx.opts.files;
+    const { api, worker } = this.ctx.servers;
+    const get = { url: `${api.url}/v1/jobs/${this.doneJobId}`, connections: o.connections };
+    const idle = await blast({ ...get, durationS: o.idleS });
+    let feeding = true;
+    let fed = 0;
+    const feeders = Array.from({ length: o.feeders }, async () => {
+      while (feeding) {
+        await this.thumbTemplate('large');
+        fed++;
+      }
+    });
+    try {
+      await poolSaturated(worker, Math.min(this.ctx.opts.threads, o.feeders), 30_000);
+      const busy = await blast({ ...get, durationS: o.busyS });
+      this.rounds.add('getIdle', idle.rps);
+      this.rounds.add('getBusy', busy.rps);
+      this.rounds.add('isolation', busy.rps / idle.rps);
+      this.rounds.add('getBusyP99', busy.latency.p99);
+    } finally {
+      feeding = false;
+      await Promise.all(feeders);
+    }
+    this.rounds.add('fedThumbs', fed);
+  }
+
+  result(): ScenarioReport {
+    return filesReport(this.rounds, this.ctx.opts, this.facts);
+  }
+
+  async close(): Promise<void> {
+    this.template?.close();
+    this.peer?.close();
+    await this.peerQueue?.close().catch(() => undefined);
+    this.connection?.disconnect();
+    await this.bare?.stop();
+    this.bare = undefined;
+  }
+}
