@@ -46,8 +46,8 @@ export function filesReport(rounds: Rounds, opts: BenchOptions, facts: Record<st
       {
         scenario: SCENARIO,
         measure: `upload MB/s, ${o.uploads} concurrent ${size(o.uploadBytes)} files into the file store: the API (multipart, hashed, sniffed) ÷ a bare Fastify route streaming the body into the same store`,
-        template: spreadOf(r('uploadMBps.template'), (n) => perS(n, 'MB/s')),
-        baseline: spreadOf(r('uploadMBps.bare'), (n) => perS(n, 'MB/s')),
+        template: `${spreadOf(r('uploadMBps.template'), (n) => perS(n, 'MB/s'))}; API ${ms(r('uploadCpuMsPerMB.template').median)} CPU per MB`,
+        baseline: `${spreadOf(r('uploadMBps.bare'), (n) => perS(n, 'MB/s'))}; ${ms(r('uploadCpuMsPerMB.bare').median)} CPU per MB`,
         ratio: r('uploadRatio'),
         target: `≥ ${TARGET.uploadRatio}`,
         met: r('uploadRatio').median >= TARGET.uploadRatio,

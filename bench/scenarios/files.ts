@@ -16,7 +16,7 @@ import { closedLoop, HttpClient } from '../load/http-client';
 import type { ScenarioReport } from '../report/report.types';
 import { benchJobs } from '../support/bench-jobs';
 import { memoryUsage, readMemory } from '../support/redis-memory';
-import { poolSaturated, rssBytes, startNode } from '../support/stack';
+import { cpuMs, poolSaturated, rssBytes, startNode } from '../support/stack';
 import { Rounds } from '../support/stats';
 import { BenchContext, rotate, Scenario, sleep } from './context';
 import { filesReport } from './files.report';
@@ -289,9 +289,13 @@ export class FilesScenario implements Scenario<ScenarioReport> {
    * the bare route. Then waits for the API's jobs and removes the uploaded objects (disk space).
    */
   private async uploads(side: 'template' | 'bare', count: number, bytes: number): Promise<number> {
+    const pid = side === 'template' ? this.ctx.servers.api.pid : this.bare!.pid;
+    const cpu0 = cpuMs(pid);
     const t0 = performance.now();
     const ids = await Promise.all(Array.from({ length: count }, () => this.upload(side, bytes)));
     const mbps = (count * bytes) / 1024 ** 2 / ((performance.now() - t0) / 1000);
+    // Where the difference goes: the receiving process's CPU per MB (the API's includes multipart parsing and SHA-256).
+    this.rounds.add(`uploadCpuMsPerMB.${side}`, (cpuMs(pid) - cpu0) / ((count * bytes) / 1024 ** 2));
     if (side === 'template') await this.settled(ids.filter((id): id is string => id !== undefined));
     await this.dropLargeObjects();
     return mbps;
