@@ -4,7 +4,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { compileBench } from '../bench/support/compile';
-import { SCENARIOS } from '../bench/support/options';
+import { imageJob, SCENARIOS } from '../bench/support/options';
 import { present } from './support/capabilities';
 import { runEnv } from './support/test-run';
 
@@ -45,8 +45,8 @@ describe('bench (smoke)', () => {
 
     const json = JSON.parse(readFileSync(join(results, 'latest.json'), 'utf8'));
     expect(json.meta).toMatchObject({ mode: 'smoke', passes: 1, roundsPerPass: 1 });
-    // Every scenario this build has (without the batch capability, no batch scenario).
-    const scenarios = SCENARIOS.filter((name) => name !== 'batch' || present('batch'));
+    // Every scenario this build has (without the batch capability, no batch scenario; without an image type, no files scenario).
+    const scenarios = SCENARIOS.filter((name) => (name !== 'batch' || present('batch')) && (name !== 'files' || imageJob() !== undefined));
     expect(Object.keys(json.scenarios)).toEqual([...scenarios, 'memory']);
     expect(json.scenarios.singleFlight.executions.values).toEqual([1]);
     // The soak read each app's heap after a full collection (SIGUSR2, bench-jobs.preload.ts), and the apps lived through it.
@@ -59,7 +59,7 @@ describe('bench (smoke)', () => {
 
     const markdown = readFileSync(join(results, 'latest.md'), 'utf8');
     expect(markdown).toContain('| Scenario | Measure | Template | Baseline | Ratio | Target | Met |');
-    for (const name of ['1. Isolation', '2. CPU throughput', '3. Per-job overhead', '4. Cache hits', '5. Single-flight', '6. Memory', ...(present('batch') ? ['7. Batch'] : []), '8. Peer', '9. Seed techniques', '10. Replicas', '11. Cost', '12. Files', 'HTTP adapter']) {
+    for (const name of ['1. Isolation', '2. CPU throughput', '3. Per-job overhead', '4. Cache hits', '5. Single-flight', '6. Memory', ...(present('batch') ? ['7. Batch'] : []), '8. Peer', '9. Seed techniques', '10. Replicas', '11. Cost', ...(imageJob() ? ['12. Files'] : []), 'HTTP adapter']) {
       expect(markdown).toContain(`| ${name} |`);
     }
     const svg = readFileSync(join(results, 'latest.svg'), 'utf8');

@@ -10,7 +10,7 @@ const size = (n: number) => (n >= 1024 ** 2 ? `${num(n / 1024 ** 2)} MB` : `${nu
 const TARGET = { perJobBytes: 4096, sizeSpread: 1024, uploadRatio: 0.8, rssGrowth: 64 * 1024 ** 2, thumbsRatio: 1.5, isolation: 0.8 };
 
 /** The files scenario's rows, chart and notes from what it measured (see files.ts). */
-export function filesReport(rounds: Rounds, opts: BenchOptions, facts: Record<string, number>): ScenarioReport {
+export function filesReport(rounds: Rounds, opts: BenchOptions, facts: Record<string, number>, type: string): ScenarioReport {
   const r = (name: string) => rounds.get(name);
   const o = opts.files;
   const small = size(facts.smallBytes ?? o.smallBytes);
@@ -19,7 +19,7 @@ export function filesReport(rounds: Rounds, opts: BenchOptions, facts: Record<st
     const template = r(`redisBytes.${which}.template`);
     return {
       scenario: SCENARIO,
-      measure: `Redis bytes per finished \`thumbnail\` job (input + result, kept, and its cached result), ${image} image ÷ the base64 peer's`,
+      measure: `Redis bytes per finished \`${type}\` job (input + result, kept, and its cached result), ${image} image ÷ the base64 peer's`,
       template: spreadOf(template, bytes),
       baseline: `peer (image base64 in job data) ${spreadOf(r(`redisBytes.${which}.peer`), bytes)}`,
       ratio: r(`redisBytes.${which}.ratio`),

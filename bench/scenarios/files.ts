@@ -7,7 +7,7 @@ import { Queue } from 'bullmq';
 import IORedis from 'ioredis';
 import type { Sharp, SharpOptions } from 'sharp';
 import { FileBlobStore } from '../../libs/blobs/src/file-blob-store';
-import { thumbnail } from '../../libs/jobs/src/thumbnail.job';
+import type { JobDefinition } from '../../libs/jobs/src/define-job';
 import { bullKey } from '../../libs/queue/src/queue.keys';
 import type { AppProcess } from '../../test/support/apps';
 import { keyHeader } from '../load/api-key';
@@ -15,6 +15,7 @@ import { blast } from '../load/blast';
 import { closedLoop, HttpClient } from '../load/http-client';
 import type { ScenarioReport } from '../report/report.types';
 import { benchJobs } from '../support/bench-jobs';
+import { imageJob } from '../support/options';
 import { memoryUsage, readMemory } from '../support/redis-memory';
 import { cpuMs, poolSaturated, rssBytes, startNode } from '../support/stack';
 import { Rounds } from '../support/stats';
@@ -146,7 +147,14 @@ export class FilesScenario implements Scenario<ScenarioReport> {
   private doneJobId?: string;
   private readonly facts: Record<string, number> = {};
 
-  constructor(private readonly ctx: BenchContext) {}
+  /** The template's image type (the `thumbnail` example: options.ts imageJob()). */
+  private readonly image: JobDefinition;
+
+  constructor(private readonly ctx: BenchContext) {
+    const def = imageJob();
+    if (!def) throw new Error('files: this build has no type that takes an image and returns files (the thumbnail example)');
+    this.image = def;
+  }
 
   /** The bare peer's prefix (run.ts starts it, shared with the peers scenario). */
   private get peerPrefix(): string {
@@ -189,8 +197,8 @@ export class FilesScenario implements Scenario<ScenarioReport> {
   /** One thumbnail through the template: the image uploaded (multipart), the job awaited, the thumbnail downloaded. */
   private async thumbTemplate(size: 'small' | 'large'): Promise<View> {
     const image = distinct(this.images![size].data, `bench ${++this.serial}`);
-    const form = multipart(THUMB, 'image', 'image.jpg', 'image/jpeg');
-    const url = new URL(`/v1/jobs/${thumbnail.name}`, this.ctx.servers.api.url);
+    const form = multipart(THUMB, Object.keys(this.image.files)[0], 'image.jpg', 'image/jpeg');
+    const url = new URL(`/v1/jobs/${this.image.name}`, this.ctx.servers.api.url);
     const headers = { ...keyHeader(url.href), 'content-type': form.contentType, 'content-length': form.head.length + image.length + form.tail.length, prefer: 'wait=60' };
     const reply = await sendStream(url, headers, [form.head, image, form.tail], 120_000);
     const view = JSON.parse(reply.text) as View;
@@ -271,7 +279,7 @@ export class FilesScenario implements Scenario<ScenarioReport> {
       const e1 = await memoryUsage(redis, [events]);
       return (m1.keys - m0.keys - (e1 - e0)) / jobs;
     };
-    const template = await measure(o.memoryJobs, bullKey(this.ctx.prefix, thumbnail.queue, 'events'), () => this.thumbTemplate(size));
+    const template = await measure(o.memoryJobs, bullKey(this.ctx.prefix, this.image.queue, 'events'), () => this.thumbTemplate(size));
     const peer = await measure(size === 'large' ? o.peerLargeJobs : o.memoryJobs, `${this.peerPrefix}:${PEER_QUEUE}:events`, () => this.thumbPeer(size));
     await this.dropPeerJobs();
     this.rounds.add(`redisBytes.${size}.template`, template);
@@ -395,7 +403,7 @@ export class FilesScenario implements Scenario<ScenarioReport> {
   }
 
   result(): ScenarioReport {
-    return filesReport(this.rounds, this.ctx.opts, this.facts);
+    return filesReport(this.rounds, this.ctx.opts, this.facts, this.image.name);
   }
 
   async close(): Promise<void> {

@@ -1,5 +1,7 @@
 import { existsSync } from 'node:fs';
 import { isAbsolute, join } from 'node:path';
+import type { JobDefinition } from '../../libs/jobs/src/define-job';
+import { coreJobs } from '../../libs/jobs/src/registry';
 
 /** The scenarios `npm run bench` runs by default, in order; `payload` is an extra, run on request. */
 export const SCENARIOS = ['isolation', 'cpu', 'overhead', 'cache', 'singleFlight', 'adapters', 'batch', 'peers', 'seeds', 'replicas', 'cost', 'files'] as const;
@@ -112,10 +114,22 @@ function beforeDist(value: string | undefined): string | undefined {
 
 /**
  * The default scenarios a build can run: `batch` needs the batch capability, which a service may
- * have deleted (docs/development.md#removing-a-capability).
+ * have deleted (docs/development.md#removing-a-capability); `files` an image type (imageJob).
  */
 export function defaultScenarios(dist: string): ScenarioName[] {
-  return SCENARIOS.filter((name) => name !== 'batch' || existsSync(join(dist, 'apps', 'api', 'src', 'batch')));
+  return SCENARIOS.filter((name) => (name !== 'batch' || existsSync(join(dist, 'apps', 'api', 'src', 'batch'))) && (name !== 'files' || imageJob() !== undefined));
+}
+
+/**
+ * The shipped type the `files` scenario measures: one that takes one file, a JPEG among its types,
+ * and returns files (the `thumbnail` example, found by its shape: a service may remove it with
+ * `npm run remove:job`, and the scenario then leaves itself out); undefined when there is none.
+ */
+export function imageJob(): JobDefinition | undefined {
+  return coreJobs.find((def) => {
+    const files = Object.values(def.files);
+    return def.returnsFiles && files.length === 1 && files[0].accept.includes('image/jpeg');
+  });
 }
 
 export function loadOptions(env: NodeJS.ProcessEnv = process.env, argv: readonly string[] = process.argv): BenchOptions {
