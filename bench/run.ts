@@ -14,7 +14,7 @@ import { AdaptersScenario } from './scenarios/adapters';
 import { BatchScenario } from './scenarios/batch';
 import { CacheScenario } from './scenarios/cache';
 import { CostScenario } from './scenarios/cost';
-import { BenchContext, Scenario, Servers } from './scenarios/context';
+import { BenchContext, Scenario, Servers, SharedPeer } from './scenarios/context';
 import { CpuScenario } from './scenarios/cpu';
 import { FilesScenario } from './scenarios/files';
 import { IsolationScenario } from './scenarios/isolation';
@@ -87,13 +87,6 @@ async function startServers(opts: BenchOptions, templateEnv: Env, prefix: string
     start('inHandler', 'baselines/baseline.main.js', { BASELINE_MODE: 'inline', REDIS_PREFIX: `${prefix}-inline` });
     start('inProcess', 'baselines/baseline.main.js', { BASELINE_MODE: 'bullmq', REDIS_PREFIX: `${prefix}-inproc` });
   }
-  if (want.has('peers') || want.has('files')) {
-    // The bare peer (Nest + @nestjs/bullmq API and worker), which the peers and files scenarios share: two Nest start-ups fewer.
-    // why PEER_BODY_LIMIT: the files scenario's images travel base64 in its JSON bodies (thumbnail's 32 MB at most).
-    const peerEnv: Env = { ...env, REDIS_PREFIX: `${prefix}-peer`, CONCURRENCY: String(opts.threads), PEER_BODY_LIMIT: String(48 * 1024 ** 2) };
-    starts.push(['peerApi', startNode(script('baselines/peer-api.main.js'), peerEnv, { cwd: opts.root, kind: 'api', nodeArgs: opts.nodeArgs })]);
-    starts.push(['peerWorker', startNode(script('baselines/peer-worker.main.js'), peerEnv, { cwd: opts.root, kind: 'worker', nodeArgs: opts.nodeArgs })]);
-  }
   if (want.has('overhead')) start('rawWorker', 'baselines/raw-bullmq.main.js', { REDIS_PREFIX: `${prefix}-raw`, CONCURRENCY: String(opts.threads) });
   if (want.has('cache') || want.has('adapters')) start('plain', 'adapters/plain-http.main.js', {});
   // why the template's env: it is the template's API (from opts.dist) with one bench route added.
@@ -121,6 +114,26 @@ async function startServers(opts: BenchOptions, templateEnv: Env, prefix: string
   const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
   if (failed) throw failed.reason;
   return servers;
+}
+
+/**
+ * The bare peer (Nest + @nestjs/bullmq API and worker, baselines/peer-*.main.ts), which the peers and
+ * files scenarios share: two Nest start-ups fewer. Started by the first scenario that asks (not with
+ * the other baselines: a dozen start-ups at once on 2 cores miss their timeouts); stopped with them.
+ */
+async function startSharedPeer(opts: BenchOptions, redisUrl: string, prefix: string, processes: AppProcess[]): Promise<SharedPeer> {
+  // why PEER_BODY_LIMIT: the files scenario's images travel base64 in its JSON bodies (thumbnail's 32 MB at most).
+  const env: Env = { REDIS_URL: redisUrl, NODE_ENV: 'production', REDIS_PREFIX: `${prefix}-peer`, CONCURRENCY: String(opts.threads), PEER_BODY_LIMIT: String(48 * 1024 ** 2) };
+  const script = (name: string) => join(__dirname, 'baselines', name);
+  const settled = await Promise.allSettled([
+    startNode(script('peer-api.main.js'), env, { cwd: opts.root, kind: 'api', nodeArgs: opts.nodeArgs }),
+    startNode(script('peer-worker.main.js'), env, { cwd: opts.root, kind: 'worker', nodeArgs: opts.nodeArgs }),
+  ]);
+  for (const s of settled) if (s.status === 'fulfilled') processes.push(s.value);
+  const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+  if (failed) throw failed.reason;
+  const [api, worker] = settled.map((s) => (s as PromiseFulfilledResult<AppProcess>).value);
+  return { api, worker };
 }
 
 async function stopProcesses(processes: AppProcess[]): Promise<void> {
@@ -186,6 +199,7 @@ async function main(): Promise<void> {
     const msPerIteration = calibratePbkdf2();
     progress.log(`pbkdf2-sha512: ${(msPerIteration * 1000).toFixed(2)} µs per iteration here`);
     const memory = new MemoryRecorder(servers);
+    let peer: Promise<SharedPeer> | undefined;
     const ctx: BenchContext = {
       opts,
       progress,
@@ -194,6 +208,7 @@ async function main(): Promise<void> {
       prefix,
       servers,
       templateEnv,
+      sharedPeer: () => (peer ??= startSharedPeer(opts, redis.url, prefix, processes)),
       iterationsFor: (ms) => Math.max(1000, Math.round(ms / msPerIteration / 1000) * 1000),
     };
     scenarios.push(...opts.scenarios.map((name) => new SCENARIO_CLASSES[name](ctx)));

@@ -26,9 +26,12 @@ export interface Servers {
   seedPartitioned?: AppProcess;
   seedLibuv4?: AppProcess;
   seedLibuv16?: AppProcess;
-  /** The bare peer: a Nest + @nestjs/bullmq API and its worker process (baselines/peer-*.main.ts), for the peers and files scenarios. */
-  peerApi?: AppProcess;
-  peerWorker?: AppProcess;
+}
+
+/** The bare peer: a Nest + @nestjs/bullmq API and its worker process (baselines/peer-*.main.ts). */
+export interface SharedPeer {
+  api: AppProcess;
+  worker: AppProcess;
 }
 
 export interface BenchContext {
@@ -42,6 +45,8 @@ export interface BenchContext {
   servers: Servers;
   /** The env the template's apps were started with (scenarios start variants from it). */
   templateEnv: Env;
+  /** The bare peer, shared by the peers and files scenarios: started on the first call, stopped by run.ts. */
+  sharedPeer(): Promise<SharedPeer>;
   /** bench-pbkdf2 iterations that take about `ms` on one thread of this machine. */
   iterationsFor(ms: number): number;
 }

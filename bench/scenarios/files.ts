@@ -170,10 +170,11 @@ export class FilesScenario implements Scenario<ScenarioReport> {
 
   async beginPass(): Promise<void> {
     if (this.bare) return;
-    const { opts, redis, progress, servers } = this.ctx;
+    const { opts, redis, progress } = this.ctx;
     const o = opts.files;
-    progress.log(`${this.name}: starting the bare upload route; making ${o.smallBytes} and ${o.largeBytes} byte JPEGs`);
-    const [bare, small, large] = await Promise.all([
+    progress.log(`${this.name}: starting the bare upload route (and the bare peer, unless peers did); making ${o.smallBytes} and ${o.largeBytes} byte JPEGs`);
+    const [peer, bare, small, large] = await Promise.all([
+      this.ctx.sharedPeer(),
       startNode(join(__dirname, '..', 'baselines', 'bare-upload.main.js'), { BLOB_DIR: this.storeDir }, { cwd: opts.root }),
       jpegOfAbout(o.smallBytes),
       jpegOfAbout(o.largeBytes),
@@ -185,7 +186,7 @@ export class FilesScenario implements Scenario<ScenarioReport> {
     progress.log(`${this.name}: images ${small.width} × ${small.height} (${small.data.length} B) and ${large.width} × ${large.height} (${large.data.length} B)`);
     this.store = new FileBlobStore(this.storeDir);
     this.template = new HttpClient(this.ctx.servers.api.url, 64);
-    this.peer = new HttpClient(servers.peerApi!.url, 64);
+    this.peer = new HttpClient(peer.api.url, 64);
     this.connection = new IORedis(redis.url, { maxRetriesPerRequest: null });
     this.peerQueue = new Queue(PEER_QUEUE, { connection: this.connection, prefix: this.peerPrefix }).on('error', () => undefined);
     // Warm both sides (first sharp load, first multipart), and keep a finished job for the GET leg.

@@ -117,6 +117,7 @@ export class PeersScenario implements Scenario<ScenarioReport> {
       }
     }
     const all = (name: string) => started.filter(([n]) => n === name).map(([, p]) => p);
+    const bare = await this.ctx.sharedPeer();
     const guardedApis = all('guarded API');
     for (const api of guardedApis) sendKeyTo(api.url);
     const templateApis = [servers.api, ...all('template API')];
@@ -125,7 +126,7 @@ export class PeersScenario implements Scenario<ScenarioReport> {
       { key: 'template', label: 'template', trivial: 'bench-sum', apis: templateApis, worker: servers.worker, clients: new Map() },
       { key: 'inline', label: 'template, inline type', trivial: 'bench-sum-inline', apis: templateApis, worker: servers.worker, clients: new Map() },
       // The bare peer is run.ts's (shared with the files scenario).
-      { key: 'peer', label: 'bare peer (@nestjs/bullmq API + worker)', trivial: 'bench-sum', apis: [servers.peerApi!], worker: servers.peerWorker!, clients: new Map() },
+      { key: 'peer', label: 'bare peer (@nestjs/bullmq API + worker)', trivial: 'bench-sum', apis: [bare.api], worker: bare.worker, clients: new Map() },
       { key: 'guarded', label: 'equal-guarantee peer', trivial: 'bench-sum', apis: guardedApis, worker: all('guarded worker')[0], clients: new Map() },
     ];
     this.redisPid = await redisServerPid(this.ctx.redis, this.ctx.redisClient);
