@@ -143,6 +143,17 @@ describe('docker/compose.yaml', () => {
     });
   });
 
+  it('keeps job files in one volume that the API and every worker mount, as a file blob store production accepts', () => {
+    expect(Object.keys((compose as { volumes?: object }).volumes ?? {})).toContain('blobs');
+    for (const [name, service] of apps) {
+      const { blobStore } = config(service);
+      expect([name, blobStore]).toEqual([name, { kind: 'file', dir: '/blobs' }]);
+      expect([name, (service as { volumes?: string[] }).volumes]).toEqual([name, ['blobs:/blobs']]);
+    }
+    // A new named volume takes the owner of the image's directory: the app user's.
+    expect(readRepoFile('docker/Dockerfile')).toMatch(/^RUN mkdir \/blobs && chown 1000:1000 \/blobs$/m);
+  });
+
   it('scales workers with `--scale`: no fixed host port on a worker', () => {
     for (const [, service] of workers) {
       // `127.0.0.1::3001` (a free host port each) or no published port at all.

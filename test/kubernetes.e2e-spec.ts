@@ -6,7 +6,7 @@ import { QUEUE_BACKLOG_METRIC } from '../apps/api/src/jobs/queue.metrics';
 import { clientAddressOf, TrustedProxies } from '../apps/api/src/security/client-address';
 import { JobRegistry } from '@app/jobs';
 import { BULL_STRUCTURES, bullKey } from '@app/queue';
-import { readAcceptedEnv, readRepoFile, readWorkerHandBackGraceMs, redisUrlOf, ROOT } from './deploy/app-source';
+import { AWS_SDK_ENV, readAcceptedEnv, readRepoFile, readWorkerHandBackGraceMs, redisUrlOf, ROOT } from './deploy/app-source';
 import { CONNECTION_METADATA, expectedConnection, kedaRedisConnection } from './deploy/keda';
 import { applyPatch, kustomizeCommand, Manifest, nameSuffix } from './deploy/kustomize';
 import { cpuCores, K8sObject, memoryMiB, readYaml, selects, Workload } from './deploy/manifests';
@@ -116,7 +116,7 @@ describe.each(OVERLAYS)('docker/kubernetes/overlays/%s', (name) => {
     for (const app of [overlay.api, ...workers]) {
       expect(() => overlay.config(app)).not.toThrow();
       const env = overlay.env(app);
-      expect(Object.keys(env).filter((n) => !accepted.names.has(n))).toEqual([]);
+      expect(Object.keys(env).filter((n) => !accepted.names.has(n) && !AWS_SDK_ENV.has(n))).toEqual([]);
       expect(env.CHAOS_JOBS ?? 'false').toBe('false');
       expect(env.DEMO ?? 'false').toBe('false');
     }
@@ -418,6 +418,18 @@ describe.each(PRODUCTION)('%s: external Redis, more replicas, disruption budgets
     }
   });
 
+  it('gives the API and every worker BLOB_STORE_URL, a bucket, and the S3 credentials from a Secret, none in the URL', () => {
+    const secret = prod.secret('nest-offload-blob-store')!;
+    expect(Object.keys(secret).sort()).toEqual(['AWS_ACCESS_KEY_ID', 'AWS_REGION', 'AWS_SECRET_ACCESS_KEY', 'BLOB_STORE_URL']);
+    for (const app of apps()) {
+      expect(app.spec.template.spec.containers[0].envFrom).toContainEqual({ secretRef: { name: 'nest-offload-blob-store' } });
+      expect(prod.config(app).blobStore).toMatchObject({ kind: 's3', bucket: expect.any(String) });
+      const env = prod.env(app);
+      for (const key of Object.keys(secret)) expect([where(app), key, env[key]]).toEqual([where(app), key, secret[key]]);
+      expect(new URL(env.BLOB_STORE_URL).password + new URL(env.BLOB_STORE_URL).username).toBe('');
+    }
+  });
+
   it('runs more replicas than dev', () => {
     const hpa = (o: Overlay) => o.ofKind<Hpa>('HorizontalPodAutoscaler')[0].spec;
     expect(hpa(prod).minReplicas!).toBeGreaterThan(hpa(dev).minReplicas!);
@@ -505,7 +517,7 @@ describe.each(PRODUCTION)('%s: external Redis, more replicas, disruption budgets
       }
     });
 
-    it(`let only the API and the workers reach DNS, Redis in the redis namespace and a trace collector in monitoring; ${webhooks ? 'the API alone HTTPS (webhooks)' : 'nothing else leaves (no webhook egress)'}`, () => {
+    it(`let only the API and the workers reach DNS, Redis in the redis namespace, the blob store in minio and a trace collector in monitoring; ${webhooks ? 'the API alone HTTPS (webhooks)' : 'nothing else leaves (no webhook egress)'}`, () => {
       const stranger = from(prod.namespace, { 'app.kubernetes.io/name': 'something-else' });
       for (const app of apps()) {
         const source = { pod: prod.pod(app), namespaceLabels: {} };
@@ -517,6 +529,10 @@ describe.each(PRODUCTION)('%s: external Redis, more replicas, disruption budgets
         expect(allows(policies(), source, from('redis'), 80)).toBe(false);
         expect(allows(policies(), source, outside, 53, 'UDP')).toBe(true);
         expect(allows(policies(), source, from('monitoring'), OTLP_HTTP_PORT)).toBe(true);
+        // The blob store: a MinIO in the minio namespace (secret.example.yaml), and nothing else on its port.
+        expect({ app: where(app), store: allows(policies(), source, from('minio'), 9000) }).toEqual({ app: where(app), store: true });
+        expect(allows(policies(), source, from('elsewhere'), 9000)).toBe(false);
+        expect(allows(policies(), source, outside, 9000)).toBe(false);
         expect(allows(policies(), source, from('elsewhere'), OTLP_HTTP_PORT)).toBe(false);
         expect({ app: where(app), https: allows(policies(), source, { outside: true, ip: '93.184.215.14' }, 443) }).toEqual({
           app: where(app),
@@ -525,6 +541,7 @@ describe.each(PRODUCTION)('%s: external Redis, more replicas, disruption budgets
         expect(allows(policies(), source, outside, 80)).toBe(false);
       }
       for (const port of [6379, 26379, 443, OTLP_HTTP_PORT]) expect(allows(policies(), stranger, outside, port)).toBe(false);
+      expect(allows(policies(), stranger, from('minio'), 9000)).toBe(false);
       for (const port of [6379, 26379]) expect(allows(policies(), stranger, from('redis'), port)).toBe(false);
     });
 

@@ -2,6 +2,7 @@ import { SpawnSyncReturns } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { gunzipSync } from 'node:zlib';
 import IORedis from 'ioredis';
 import { AppProcess, startApp, stackEnv } from './support/apps';
 import { getJob, readEvents, request, submit } from './support/http';
@@ -30,6 +31,8 @@ describe('starting a service from the template, on a clean copy', () => {
   const metricPrefix = `${to.replaceAll('-', '_')}_`;
   const oldName = new RegExp(from.split('-').join('[-_ .]?'), 'i');
   const type = 'collatz-record';
+  /** A type that takes a file and returns one (`new:job -- <name> --files`). */
+  const filesType = 'gzip-document';
   // why assembled: remove:job refuses while code names the type, and this file is part of the copy.
   const reserved = ['ne', 'w'].join('');
   const copy = RepoCopy.create('template', { project: true });
@@ -130,6 +133,12 @@ describe('starting a service from the template, on a clean copy', () => {
     expect(copy.read('libs/jobs/src/registry.ts')).toMatch(/^import \{ collatzRecord \} from '\.\/collatz-record\.job';$/m);
     expect(copy.read('libs/jobs/src/registry.ts')).toMatch(/export const coreJobs = \[[^\]]*, collatzRecord\] as const;/);
     expect(copy.read('docs/job-types.md')).toMatch(/^\| `collatz-record` \| `\{below\}`: integer 2–10\^7\. Generated example/m);
+    // With --files, a type that takes a file and returns one.
+    const withFiles = ok(copy.exec('npm', ['run', '--silent', 'new:job', '--', filesType, '--files']));
+    expect(withFiles).toMatch(`added job type "${filesType}" (export gzipDocument)`);
+    expect(withFiles).toMatch(`created libs/jobs/src/${filesType}.job.ts   the declaration, with a runnable example that takes a file and returns one`);
+    expect(copy.read(`libs/jobs/src/${filesType}.job.ts`)).toMatch(/files: \{ document: \{ maxBytes: MAX_BYTES, accept: \['application\/pdf'\] \} \},\n {2}returnsFiles: true,/);
+    expect(copy.read('docs/job-types.md')).toMatch(/^\| `gzip-document` \| `\{level\?\}`: gzip level 1–9 \(6\); and the file `document`/m);
     beforeNew = snapshot();
     // A reserved word makes a valid identifier too.
     expect(ok(copy.exec('npm', ['run', '--silent', 'new:job', '--', reserved]))).toMatch(`added job type "${reserved}" (export ${reserved}Job)`);
@@ -211,8 +220,8 @@ describe('starting a service from the template, on a clean copy', () => {
     // Nothing in docs/ or package.json points at what went.
     expect(removalLeftovers(copy)).toEqual([]);
     for (const name of examples) expect([name, copy.exists(`libs/jobs/src/${name}.job.ts`)]).toEqual([name, false]);
-    // Every shipped type left is fibonacci or the one new:job added.
-    expect(copy.read('libs/jobs/src/registry.ts')).toMatch(/^export const coreJobs = \[fibonacci, collatzRecord\] as const;$/m);
+    // Every shipped type left is fibonacci or one new:job added.
+    expect(copy.read('libs/jobs/src/registry.ts')).toMatch(/^export const coreJobs = \[fibonacci, collatzRecord, gzipDocument\] as const;$/m);
   });
 
   it('builds, passes npm run lint, its unit tests, the README, docs and deploy specs and the jobs end-to-end test with no other edit', () => {
@@ -235,6 +244,7 @@ describe('starting a service from the template, on a clean copy', () => {
     );
     console.log(`[template] after rename, new:job and remove:job, in the copy: ${took.join(', ')}`);
     expect(jest.stderr).toMatch(/PASS unit libs\/jobs\/src\/collatz-record\.job\.spec\.ts/);
+    expect(jest.stderr).toMatch(/PASS unit libs\/jobs\/src\/gzip-document\.job\.spec\.ts/);
     expect(jest.stderr).toMatch(/PASS unit libs\/jobs\/src\/fibonacci\.job\.spec\.ts/);
     for (const spec of ['readme', 'docs-links', 'deploy', 'jobs']) expect(jest.stderr).toMatch(`PASS e2e test/${spec}.e2e-spec.ts`);
   }, 600_000);
@@ -265,6 +275,17 @@ describe('starting a service from the template, on a clean copy', () => {
     expect((await getJob(api.url, accepted.body.id)).body).toMatchObject({ status: 'completed', progress: 100 });
     expect((await submit(api.url, reserved, { below: 10 })).body).toMatchObject({ status: 404, code: 'UNKNOWN_JOB_TYPE' });
     expect(await worker.metric(`${metricPrefix}jobs_finished_total`, { type, outcome: 'completed' })).toBe(1);
+
+    // The generated type that takes a file: a PDF in, the PDF gzipped out, through the blob store (a directory by default).
+    const pdf = Buffer.from(`%PDF-1.4\n${'a line of the document\n'.repeat(2000)}`);
+    const form = new FormData();
+    form.set('input', JSON.stringify({ level: 9 }));
+    form.set('document', new Blob([new Uint8Array(pdf)], { type: 'application/pdf' }), 'document.pdf');
+    const gzipped = await request(`${api.url}/v1/jobs/${filesType}`, { method: 'POST', body: form, headers: { prefer: 'wait=30' } });
+    expect([gzipped.status, gzipped.body.status, gzipped.body.result?.bytes]).toEqual([200, 'completed', pdf.length]);
+    const [file] = gzipped.body.files as Array<{ name: string; url: string; bytes: number }>;
+    const download = Buffer.from(await (await fetch(`${api.url}${file.url}`)).arrayBuffer());
+    expect([file.name, download.length, gunzipSync(download).equals(pdf)]).toEqual(['document.pdf.gz', gzipped.body.result.gzipBytes, true]);
 
     for (const app of [api, worker]) {
       const samples = (await (await fetch(`${app.url}/metrics`)).text()).split('\n').filter((line) => line && !line.startsWith('#'));

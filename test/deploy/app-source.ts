@@ -19,6 +19,12 @@ export interface AcceptedEnv {
  * The environment variables the apps accept, read from the keys of `const schema = z.object({...})`
  * in libs/config/src/config.ts, so the deploy files are checked against the code, not a copy of it.
  */
+/**
+ * Variables the apps do not parse but the AWS SDK reads for an S3 blob store (docs/configuration.md#blob-store):
+ * a manifest may set them beside the config's.
+ */
+export const AWS_SDK_ENV: ReadonlySet<string> = new Set(['AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY', 'AWS_SESSION_TOKEN', 'AWS_REGION']);
+
 export function readAcceptedEnv(): AcceptedEnv {
   const source = readRepoFile('libs/config/src/config.ts');
   const body = /const schema = z\.object\(\{\n([\s\S]*?)\n\}\);/.exec(source)?.[1];

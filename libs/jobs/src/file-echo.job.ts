@@ -16,17 +16,19 @@ const EXTENSIONS: Record<string, string> = { 'image/png': 'png', 'image/gif': 'g
 export const fileEcho = defineJob({
   name: 'file-echo',
   version: 1,
-  description: `Test job: takes a file \`file\` (PNG, GIF or PDF, at most ${FILE_ECHO_MAX_BYTES} bytes) and returns its input (\`label\`) with the file's size, type and SHA-256 as its run read them, and the file as \`copy.png\` (or .gif, .pdf).`,
-  input: z.strictObject({ label: z.string().max(100).default('') }),
+  description: `Test job: takes a file \`file\` (PNG, GIF or PDF, at most ${FILE_ECHO_MAX_BYTES} bytes) and returns its input (\`label\`; \`holdMs\` it waits after writing its copy) with the file's size, type and SHA-256 as its run read them, and the file as \`copy.png\` (or .gif, .pdf).`,
+  // holdMs: how long the run waits once it has written its copy, so a test can kill a worker mid-run.
+  input: z.strictObject({ label: z.string().max(100).default(''), holdMs: z.int().min(0).max(20_000).default(0) }),
   output: z.object({ label: z.string(), bytes: z.int(), contentType: z.string(), sha256: z.string() }),
   files: { file: { maxBytes: FILE_ECHO_MAX_BYTES, accept: ['image/png', 'image/gif', 'application/pdf'] } },
   returnsFiles: true,
   timeoutMs: 30_000,
   cacheTtlSeconds: 3600,
-  run: async ({ label }, ctx) => {
+  run: async ({ label, holdMs }, ctx) => {
     const file = ctx.files!.file;
     const bytes = await file.read();
     await ctx.writeFile!(`copy.${EXTENSIONS[file.contentType]}`, bytes, file.contentType);
+    if (holdMs > 0) await new Promise((resolve) => setTimeout(resolve, holdMs));
     return { label, bytes: bytes.length, contentType: file.contentType, sha256: createHash('sha256').update(bytes).digest('hex') };
   },
 });
