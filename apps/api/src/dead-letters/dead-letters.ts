@@ -147,7 +147,15 @@ export class DeadLetters implements JobArchive {
     if (request.dryRun) {
       answer.originals = letters.map((letter) => letter.id);
     } else {
-      for (const group of groups(letters)) await this.resubmit(group, answer, requestId);
+      const claimed = groups(letters);
+      for (const [i, group] of claimed.entries()) {
+        await this.resubmit(group, answer, requestId).catch(async (error: unknown) => {
+          // why: the groups after the one that failed are claimed (out of the index) too; left so,
+          // they could be neither listed nor replayed again.
+          await Promise.all(claimed.slice(i + 1).flat().map((letter) => this.redis.zadd(deadLettersKey(this.prefix, letter.queue), letter.failedAt, letter.id)));
+          throw error;
+        });
+      }
     }
     const { dryRun: _dryRun, limit: _limit, ...filter } = request;
     this.logger.info(

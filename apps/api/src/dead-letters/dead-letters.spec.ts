@@ -1,0 +1,42 @@
+import type { DeadLetter } from '@app/queue';
+import { DeadLetters } from './dead-letters';
+
+jest.mock('../jobs/job-input', () => ({ prepareJob: (def: unknown, input: unknown) => ({ def, inputJson: JSON.stringify(input), key: 'k' }) }));
+
+const letter = (id: string, owner: string): DeadLetter => ({
+  id,
+  queue: 'q',
+  type: 'sum',
+  version: 1,
+  inputJson: '{}',
+  code: 'JOB_FAILED',
+  message: 'boom',
+  attempts: 1,
+  createdAt: 1,
+  failedAt: 2,
+  owners: [owner],
+  tags: {},
+});
+
+describe('dead letter replay', () => {
+  it('puts back every claimed dead letter when a submission fails, those of the groups after it too', async () => {
+    const redis = { zadd: jest.fn(async () => 1), hset: jest.fn(async () => 1) };
+    const pipeline = { accept: jest.fn(async () => Promise.reject(new Error('redis down'))) };
+    const logger = { child: () => ({ info: jest.fn(), warn: jest.fn() }) };
+    const dead = new DeadLetters(
+      { queues: () => ['q'], get: () => ({ name: 'sum', queue: 'q' }) } as never,
+      pipeline as never,
+      { listed: (scope: string) => scope, add: jest.fn() } as never,
+      { replayed: jest.fn() } as never,
+      redis as never,
+      { redisPrefix: 'p', deadLetterRetentionSeconds: 100 } as never,
+      logger as never,
+    );
+    // Two owners: two groups, two submissions; the page script has claimed (removed) all three.
+    const claimed = [letter('1', 'key:a'), letter('2', 'key:b'), letter('3', 'key:b')];
+    (dead as unknown as { page: () => Promise<unknown> }).page = async () => ({ letters: claimed });
+    await expect(dead.replay({ limit: 10, dryRun: false }, 'ops')).rejects.toThrow('redis down');
+    const putBack = redis.zadd.mock.calls.map((call: unknown[]) => call[2]).sort();
+    expect(putBack).toEqual(['1', '2', '3']);
+  });
+});
