@@ -1,6 +1,7 @@
 import { SpawnSyncReturns } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import IORedis from 'ioredis';
@@ -44,6 +45,8 @@ describe('starting a service from the template, on a clean copy', () => {
     await Promise.all(procs.map((p) => p.stop('SIGKILL')));
     redis.disconnect();
     copy.remove();
+    // why: the renamed apps' default blob store (libs/config's blob-target.ts, renamed too), where the --files type's run wrote.
+    rmSync(join(tmpdir(), `${to}-blobs`), { recursive: true, force: true });
   });
 
   /** The copy as it was before new:job added `reserved`, which remove:job must give back. */
