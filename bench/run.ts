@@ -16,6 +16,7 @@ import { CacheScenario } from './scenarios/cache';
 import { CostScenario } from './scenarios/cost';
 import { BenchContext, Scenario, Servers, SharedPeer } from './scenarios/context';
 import { CpuScenario } from './scenarios/cpu';
+import { FairnessScenario } from './scenarios/fairness';
 import { FilesScenario } from './scenarios/files';
 import { IsolationScenario } from './scenarios/isolation';
 import { MemoryRecorder } from './scenarios/memory';
@@ -49,6 +50,7 @@ const SCENARIO_CLASSES: Record<ScenarioName, new (ctx: BenchContext) => Scenario
   seeds: SeedsScenario,
   replicas: ReplicasScenario,
   files: FilesScenario,
+  fairness: FairnessScenario,
 };
 
 /** ms of one pbkdf2-sha512 iteration on this machine, measured once. */

@@ -59,7 +59,7 @@ describe('bench (smoke)', () => {
 
     const markdown = readFileSync(join(results, 'latest.md'), 'utf8');
     expect(markdown).toContain('| Scenario | Measure | Template | Baseline | Ratio | Target | Met |');
-    for (const name of ['1. Isolation', '2. CPU throughput', '3. Per-job overhead', '4. Cache hits', '5. Single-flight', '6. Memory', ...(present('batch') ? ['7. Batch'] : []), '8. Peer', '9. Seed techniques', '10. Replicas', '11. Cost', ...(imageJob() ? ['12. Files'] : []), 'HTTP adapter']) {
+    for (const name of ['1. Isolation', '2. CPU throughput', '3. Per-job overhead', '4. Cache hits', '5. Single-flight', '6. Memory', ...(present('batch') ? ['7. Batch'] : []), '8. Peer', '9. Seed techniques', '10. Replicas', '11. Cost', ...(imageJob() ? ['12. Files'] : []), '13. Fairness', 'HTTP adapter']) {
       expect(markdown).toContain(`| ${name} |`);
     }
     const svg = readFileSync(join(results, 'latest.svg'), 'utf8');

@@ -4,7 +4,7 @@ import type { JobDefinition } from '../../libs/jobs/src/define-job';
 import { coreJobs } from '../../libs/jobs/src/registry';
 
 /** The scenarios `npm run bench` runs by default, in order; `payload` is an extra, run on request. */
-export const SCENARIOS = ['isolation', 'cpu', 'overhead', 'cache', 'singleFlight', 'adapters', 'batch', 'peers', 'seeds', 'replicas', 'cost', 'files'] as const;
+export const SCENARIOS = ['isolation', 'cpu', 'overhead', 'cache', 'singleFlight', 'adapters', 'batch', 'peers', 'seeds', 'replicas', 'cost', 'files', 'fairness'] as const;
 export const EXTRA_SCENARIOS = ['payload'] as const;
 export type ScenarioName = (typeof SCENARIOS)[number] | (typeof EXTRA_SCENARIOS)[number];
 
@@ -86,6 +86,13 @@ export interface BenchOptions {
     busyS: number;
     feeders: number;
   };
+  /**
+   * Fair share between callers: A's jobs and B's behind them (~`jobMs` each); callers and seconds of the
+   * share and cap legs; seconds and connections of the cost leg; seconds of the fault leg and how often
+   * its second worker is killed (0: never); workers of the cap and fault legs (1: no second worker);
+   * the legs run (BENCH_FAIRNESS_LEGS, default all).
+   */
+  fairness: { legs: string[]; aJobs: number; bJobs: number; jobMs: number; callers: number; shareS: number; capS: number; costS: number; costConnections: number; faultS: number; killEveryMs: number; workers: number };
   /** Memory soak after the passes: chunks × jobs per chunk (0 chunks: none). */
   soak: { chunks: number; perChunk: number };
 }
@@ -102,6 +109,14 @@ function parseAppEnv(value: string | undefined): Record<string, string> {
     env[pair.slice(0, eq)] = pair.slice(eq + 1);
   }
   return env;
+}
+
+const FAIRNESS_LEGS = ['starvation', 'share', 'cost', 'cap', 'faults'];
+
+function fairnessLegs(value: string | undefined): string[] {
+  const legs = envList(value);
+  for (const leg of legs) if (!FAIRNESS_LEGS.includes(leg)) throw new Error(`BENCH_FAIRNESS_LEGS: no leg "${leg}" (known: ${FAIRNESS_LEGS.join(', ')})`);
+  return legs.length > 0 ? legs : FAIRNESS_LEGS;
 }
 
 function beforeDist(value: string | undefined): string | undefined {
@@ -179,6 +194,10 @@ export function loadOptions(env: NodeJS.ProcessEnv = process.env, argv: readonly
     files: smoke
       ? { smallBytes: 8 * 1024, largeBytes: 64 * 1024, memoryJobs: 3, peerLargeJobs: 3, thumbs: 3, thumbCallers: 2, uploads: 2, uploadBytes: 1024 ** 2, rssUploads: 2, rssUploadBytes: 1024 ** 2, connections: 4, idleS: 0.3, busyS: 0.3, feeders: 2 }
       : { smallBytes: 50 * 1024, largeBytes: 5 * 1024 ** 2, memoryJobs: 100, peerLargeJobs: 20, thumbs: 40, thumbCallers: 4, uploads: 8, uploadBytes: 50 * 1024 ** 2, rssUploads: 20, rssUploadBytes: 100 * 1024 ** 2, connections: 10, idleS: 4, busyS: 4, feeders: 4 },
+    // why no second worker in smoke mode: its start alone would take longer than the rest of the scenario there.
+    fairness: smoke
+      ? { legs: fairnessLegs(env.BENCH_FAIRNESS_LEGS), aJobs: 10, bJobs: 2, jobMs: 10, callers: 2, shareS: 0.2, capS: 0.2, costS: 0.2, costConnections: 4, faultS: 0.2, killEveryMs: 0, workers: 1 }
+      : { legs: fairnessLegs(env.BENCH_FAIRNESS_LEGS), aJobs: 1000, bJobs: 10, jobMs: 100, callers: 20, shareS: 30, capS: 15, costS: 5, costConnections: 32, faultS: 20, killEveryMs: 5000, workers: 2 },
     payload: { sizes: smoke ? [1000, 10_000] : [1000, 10_000, 100_000, 300_000] },
     soak: smoke ? { chunks: 2, perChunk: 200 } : { chunks: int('BENCH_SOAK_CHUNKS', 6), perChunk: 5000 },
   };
