@@ -1,5 +1,7 @@
+import { blobKeyOf } from '@app/blobs';
 import { type JobFailureCode, parseFailure } from '@app/jobs';
 import { LuaScript, type RedisClient } from '@app/redis';
+import { BlobLeases } from './blob-leases';
 import type { JobData } from './job-data';
 import { deadLetterKey, deadLettersKey, jobTagsKey, ownersKey } from './queue.keys';
 
@@ -83,6 +85,9 @@ export async function keepDeadLetter(redis: RedisClient, prefix: string, job: Fa
   ];
   const queue = job.queueName;
   await KEEP.run(redis, deadLettersKey(prefix, queue), deadLetterKey(prefix, queue, job.id), ownersKey(prefix, queue, job.id), jobTagsKey(prefix, queue, job.id), job.id, failedAt, retentionSeconds, ...fields);
+  // why: its input files' leases (libs/queue/src/blob-leases.ts) end with the job's retention; a
+  // replay of the dead letter, up to retentionSeconds later, needs them still in the store.
+  if (data.files) await new BlobLeases(redis, prefix).hold(Object.values(data.files).map((file) => blobKeyOf(file.sha256)), failedAt + retentionSeconds * 1000);
   return true;
 }
 
