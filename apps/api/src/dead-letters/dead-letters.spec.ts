@@ -6,7 +6,7 @@ jest.mock('../jobs/job-input', () => ({ prepareJob: (def: unknown, input: unknow
 const letter = (id: string, owner: string): DeadLetter => ({
   id,
   queue: 'q',
-  type: 'sum',
+  type: 'fibonacci',
   version: 1,
   inputJson: '{}',
   code: 'JOB_FAILED',
@@ -24,7 +24,7 @@ describe('dead letter replay', () => {
     const pipeline = { accept: jest.fn(async () => Promise.reject(new Error('redis down'))) };
     const logger = { child: () => ({ info: jest.fn(), warn: jest.fn() }) };
     const dead = new DeadLetters(
-      { queues: () => ['q'], get: () => ({ name: 'sum', queue: 'q' }) } as never,
+      { queues: () => ['q'], get: () => ({ name: 'fibonacci', queue: 'q' }) } as never,
       pipeline as never,
       { listed: (scope: string) => scope, add: jest.fn() } as never,
       { replayed: jest.fn() } as never,
