@@ -33,9 +33,11 @@ export class BlobSweeper implements OnModuleInit, OnApplicationShutdown {
   onModuleInit(): void {
     if (!this.store) return;
     this.timer = setInterval(() => {
+      // why counted only when a sweep starts: a tick skipped while a long one runs would skip the listing's turn.
+      if (this.sweeping) return;
       // why the first listing only after LIST_EVERY sweeps: replicas started together do not all list at once.
       const list = ++this.sweeps % LIST_EVERY === 0;
-      this.sweeping ??= this.sweep({ list })
+      this.sweeping = this.sweep({ list })
         .catch((error: unknown) => this.logger.warn({ err: error }, 'blob store sweep failed; the next one retries'))
         .finally(() => (this.sweeping = undefined));
     }, SWEEP_EVERY_MS);

@@ -1,0 +1,25 @@
+import { BlobSweeper } from './blob-sweeper';
+
+describe('BlobSweeper', () => {
+  afterEach(() => jest.useRealTimers());
+
+  // why: a tick skipped because the last sweep still runs must not use up the hourly listing's turn.
+  it('lists the store every 60th sweep it runs, whatever ticks a long sweep skipped', async () => {
+    jest.useFakeTimers();
+    const sweeper = new BlobSweeper({} as never, {} as never, { uploadTtlSeconds: 60, jobTimeoutMs: 1000 } as never, { warn: jest.fn() } as never);
+    let finish: () => void = () => undefined;
+    const calls: boolean[] = [];
+    jest.spyOn(sweeper, 'sweep').mockImplementation(async ({ list }) => {
+      calls.push(list);
+      if (calls.length === 1) await new Promise<void>((resolve) => (finish = resolve));
+      return { deleted: 0, adopted: 0, abandoned: 0 };
+    });
+    sweeper.onModuleInit();
+    await jest.advanceTimersByTimeAsync(60 * 60_000); // the first sweep runs through 60 ticks
+    finish();
+    await jest.advanceTimersByTimeAsync(59 * 60_000);
+    expect(calls.length).toBe(60);
+    expect(calls.filter(Boolean)).toHaveLength(1);
+    await sweeper.onApplicationShutdown();
+  });
+});
