@@ -19,6 +19,7 @@ import { CpuScenario } from './scenarios/cpu';
 import { FairnessScenario } from './scenarios/fairness';
 import { FilesScenario } from './scenarios/files';
 import { IsolationScenario } from './scenarios/isolation';
+import { ListingScenario } from './scenarios/listing';
 import { MemoryRecorder } from './scenarios/memory';
 import { OverheadScenario } from './scenarios/overhead';
 import { PayloadScenario } from './scenarios/payload';
@@ -45,6 +46,7 @@ const SCENARIO_CLASSES: Record<ScenarioName, new (ctx: BenchContext) => Scenario
   adapters: AdaptersScenario,
   batch: BatchScenario,
   cost: CostScenario,
+  listing: ListingScenario,
   payload: PayloadScenario,
   peers: PeersScenario,
   seeds: SeedsScenario,

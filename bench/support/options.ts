@@ -3,9 +3,13 @@ import { isAbsolute, join } from 'node:path';
 import type { JobDefinition } from '../../libs/jobs/src/define-job';
 import { coreJobs } from '../../libs/jobs/src/registry';
 
-/** The scenarios `npm run bench` runs by default, in order; `payload` is an extra, run on request. */
+/**
+ * The scenarios `npm run bench` runs by default, in order; `payload` and `listing` are extras, run on
+ * request (`listing` writes a million jobs into Redis, ~20 minutes on a loaded host, and starts a stack
+ * of its own even in smoke mode).
+ */
 export const SCENARIOS = ['isolation', 'cpu', 'overhead', 'cache', 'singleFlight', 'adapters', 'batch', 'peers', 'seeds', 'replicas', 'cost', 'files', 'fairness'] as const;
-export const EXTRA_SCENARIOS = ['payload'] as const;
+export const EXTRA_SCENARIOS = ['payload', 'listing'] as const;
 export type ScenarioName = (typeof SCENARIOS)[number] | (typeof EXTRA_SCENARIOS)[number];
 
 /** Every knob of a run. Full runs take ~20 minutes here (cost fills a 1M-job queue); smoke runs in seconds and asserts nothing. */
@@ -93,6 +97,11 @@ export interface BenchOptions {
    * the legs run (BENCH_FAIRNESS_LEGS, default all).
    */
   fairness: { legs: string[]; aJobs: number; bJobs: number; jobMs: number; callers: number; shareS: number; capS: number; costS: number; costConnections: number; faultS: number; killEveryMs: number; workers: number };
+  /**
+   * Listing and dead letters (#30): `jobs` finished jobs across `callers` API keys, each tagged one of
+   * `tags`, written `chunk` per pipeline; `requests` GETs of each kind per round; `deadLetters` replayed.
+   */
+  listing: { jobs: number; callers: number; tags: number; chunk: number; requests: number; deadLetters: number };
   /** Memory soak after the passes: chunks × jobs per chunk (0 chunks: none). */
   soak: { chunks: number; perChunk: number };
 }
@@ -198,6 +207,9 @@ export function loadOptions(env: NodeJS.ProcessEnv = process.env, argv: readonly
     fairness: smoke
       ? { legs: fairnessLegs(env.BENCH_FAIRNESS_LEGS), aJobs: 10, bJobs: 2, jobMs: 10, callers: 2, shareS: 0.2, capS: 0.2, costS: 0.2, costConnections: 4, faultS: 0.2, killEveryMs: 0, workers: 1 }
       : { legs: fairnessLegs(env.BENCH_FAIRNESS_LEGS), aJobs: 1000, bJobs: 10, jobMs: 100, callers: 20, shareS: 30, capS: 15, costS: 5, costConnections: 32, faultS: 20, killEveryMs: 5000, workers: 2 },
+    listing: smoke
+      ? { jobs: 200, callers: 4, tags: 1, chunk: 1000, requests: 5, deadLetters: 50 }
+      : { jobs: 1_000_000, callers: 1000, tags: 10, chunk: 5000, requests: 200, deadLetters: 10_000 },
     payload: { sizes: smoke ? [1000, 10_000] : [1000, 10_000, 100_000, 300_000] },
     soak: smoke ? { chunks: 2, perChunk: 200 } : { chunks: int('BENCH_SOAK_CHUNKS', 6), perChunk: 5000 },
   };
