@@ -382,7 +382,7 @@ describe('file inputs', () => {
       const later = Date.now() + 31 * 24 * 3600_000;
       if (present('uploads')) {
         // why require: a service that removed the uploads capability has no such file.
-        const { sweepUploads } = require('../apps/api/src/uploads/uploads') as { sweepUploads: (store: BlobStore, now: number) => Promise<number> };
+        const { sweepUploads } = require('./support/uploads-sweep') as { sweepUploads: (store: BlobStore, now: number) => Promise<number> };
         expect(await sweepUploads(stack.store, later)).toBe(1);
       }
       const swept = await sweepBlobs(stack.store, leases, { ...options, now: later, list: true });
