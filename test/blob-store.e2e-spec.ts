@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { buffer } from 'node:stream/consumers';
+import { setTimeout as sleep } from 'node:timers/promises';
 import IORedis from 'ioredis';
 import { type BlobStore, blobStoreProblem, isBlobStoreError, openBlobStore, openConfiguredBlobStore, stagingKeyOf } from '@app/blobs';
 import { blobTargetOf } from '@app/config';
@@ -28,6 +29,39 @@ const failingAfter = (...chunks: Buffer[]) =>
       else this.destroy(new Error('client went away'));
     },
   });
+
+/** `store` answering every delete only after `ms` (an abort still stops it, as both stores do). */
+const slowDeletes = (store: BlobStore, ms: number): BlobStore =>
+  wrapped(store, {
+    delete: async (keys: readonly string[], options?: { signal?: AbortSignal }) => {
+      await sleep(ms, undefined, { signal: options?.signal });
+      await store.delete(keys, options);
+    },
+  });
+
+/** `store` listing one key every `ms`. */
+const slowListing = (store: BlobStore, ms: number): BlobStore =>
+  wrapped(store, {
+    list: async function* (prefix?: string) {
+      for await (const key of store.list(prefix)) {
+        await sleep(ms);
+        yield key;
+      }
+    },
+  });
+
+const wrapped = (store: BlobStore, own: Partial<BlobStore>): BlobStore =>
+  new Proxy(store, {
+    get: (target, name) => {
+      if (name in own) return own[name as keyof BlobStore];
+      const value: unknown = Reflect.get(target, name);
+      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+    },
+  });
+
+const until = async (condition: () => Promise<boolean>) => {
+  for (const deadline = Date.now() + 10_000; !(await condition()); await sleep(10)) if (Date.now() > deadline) throw new Error('condition not met in 10 s');
+};
 
 /**
  * The blob store's contract, run against both stores: a directory, and a bucket of a real
@@ -157,16 +191,87 @@ describe('blob stores', () => {
         await store().write(alone, Buffer.from(alone));
         expect(await leases.holdWritten(store(), [alone], now + HOUR)).toEqual([]);
         // A lease taken while a sweep deletes the object waits for the deletion to end: its user then writes it anew.
-        expect(await leases.takeDue(now + HOUR, Date.now() + 10_000, 10)).toEqual([alone]);
+        const taken = await leases.takeDue(now + HOUR, 10);
+        expect(taken.keys).toEqual([alone]);
         let deletedAt = 0;
         const deleting = new Promise((resolve) => setTimeout(resolve, 300)).then(async () => {
           await store().delete([alone]);
           deletedAt = Date.now();
-          await leases.deletedAll([alone]);
+          await leases.settle(taken, true);
         });
         expect(await leases.hold([alone], now + 2 * HOUR)).toEqual([alone]);
         expect(deletedAt).toBeGreaterThan(0);
         await deleting;
+      } finally {
+        await redis.quit();
+      }
+    });
+
+    // why: a delete that outlived the deadline a waiting lease counts on removed the object just leased.
+    it('never deletes an object after the deadline a waiting lease counts on: a slow delete is aborted half-way, its objects due again', async () => {
+      const redis = new IORedis(process.env.E2E_REDIS_URL!);
+      const leases = new BlobLeases(redis, uniquePrefix(`slow-delete-${kind}`));
+      const key = `sha256/dd/${'d'.repeat(64)}`;
+      try {
+        await store().write(key, Buffer.from(key));
+        const now = Date.now();
+        await leases.hold([key], now);
+        // A store that takes 3 s to answer a delete, with a 2 s window: past the deadline of the lease waiting below.
+        const sweeping = sweepBlobs(slowDeletes(store(), 3000), leases, { now: now + 1, stagedMaxAgeMs: HOUR, orphanGraceMs: HOUR, deleteWindowMs: 2000 });
+        await until(async () => (await leases.counts()).deleting === 1);
+        const t0 = Date.now();
+        expect(await leases.hold([key], now + HOUR)).toEqual([key]);
+        const waited = Date.now() - t0;
+        await expect(sweeping).rejects.toThrow(); // its delete was aborted: the sweep fails, and the next one retries
+        await sleep(3000); // past the end of the slow delete
+        expect({ waited: waited < 2000, there: (await store().stat(key)) !== undefined, leases: await leases.counts() }).toEqual({
+          waited: true,
+          there: true,
+          leases: { leased: 1, deleting: 0 },
+        });
+      } finally {
+        await redis.quit();
+      }
+    });
+
+    // why: a sweep that died between taking objects and forgetting them left them in `deleting` for good.
+    it('deletes what a sweep that died had taken once its deadline has passed, and keeps what a lease took since', async () => {
+      const redis = new IORedis(process.env.E2E_REDIS_URL!);
+      const leases = new BlobLeases(redis, uniquePrefix(`dead-sweep-${kind}`));
+      const [gone, kept] = ['e', 'f'].map((c) => `sha256/${c}${c}/${c.repeat(64)}`);
+      try {
+        for (const key of [gone, kept]) await store().write(key, Buffer.from(key));
+        const now = Date.now();
+        await leases.hold([gone, kept], now);
+        // A sweep takes both with a 200 ms deadline, then dies.
+        expect((await leases.takeDue(now + 1, 10, 200)).keys.sort()).toEqual([gone, kept]);
+        await sleep(300);
+        // Past the deadline a lease waits for nothing.
+        const t0 = Date.now();
+        expect(await leases.hold([kept], now + HOUR)).toEqual([kept]);
+        expect(Date.now() - t0).toBeLessThan(200);
+        expect(await sweepBlobs(store(), leases, { now: now + 1, stagedMaxAgeMs: HOUR, orphanGraceMs: HOUR })).toEqual({ deleted: 1, adopted: 0, abandoned: 0 });
+        expect(await keysOf(store())).toEqual([kept]);
+        expect(await leases.counts()).toEqual({ leased: 1, deleting: 0 });
+      } finally {
+        await redis.quit();
+      }
+    });
+
+    // why: the API's shutdown waited for a running sweep, and a listing of a large store takes minutes.
+    it('stops a sweep at its signal, mid-listing, with what it did so far', async () => {
+      const redis = new IORedis(process.env.E2E_REDIS_URL!);
+      const leases = new BlobLeases(redis, uniquePrefix(`stopped-sweep-${kind}`));
+      try {
+        for (let i = 0; i < 20; i++) await store().write(`sha256/0${i % 10}/${String(i).padStart(64, '0')}`, Buffer.from('x'));
+        const stop = new AbortController();
+        // A listing of 20 objects that takes 4 s (200 ms an object), stopped after 500 ms.
+        const sweeping = sweepBlobs(slowListing(store(), 200), leases, { list: true, signal: stop.signal, stagedMaxAgeMs: HOUR, orphanGraceMs: HOUR });
+        setTimeout(() => stop.abort(), 500);
+        const t0 = Date.now();
+        const report = await sweeping;
+        expect({ stoppedWithin: Date.now() - t0 < 1500, adoptedSome: report.adopted > 0 && report.adopted < 20 }).toEqual({ stoppedWithin: true, adoptedSome: true });
+        expect(await leases.counts()).toEqual({ leased: report.adopted, deleting: 0 });
       } finally {
         await redis.quit();
       }

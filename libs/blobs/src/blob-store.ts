@@ -48,8 +48,11 @@ export interface BlobStore {
   stat(key: string): Promise<BlobInfo | undefined>;
   /** Renames `from` to `to`, replacing `to`: how a staged upload takes its content address. */
   move(from: string, to: string): Promise<void>;
-  /** Deletes the objects; a missing one is no error. */
-  delete(keys: readonly string[]): Promise<void>;
+  /**
+   * Deletes the objects; a missing one is no error. Aborting `signal` stops it (it rejects with a
+   * BlobStoreError): what it had not deleted yet stays, and no request of it is left running here.
+   */
+  delete(keys: readonly string[], options?: { readonly signal?: AbortSignal }): Promise<void>;
   /** Every key under `prefix` (a key prefix, e.g. `sha256/`), in no particular order. */
   list(prefix?: string): AsyncIterable<string>;
   /** Removes writes left unfinished since before `before` (a process died mid-write); how many. */

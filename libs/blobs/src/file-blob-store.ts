@@ -74,8 +74,9 @@ export class FileBlobStore implements BlobStore {
     }
   }
 
-  async delete(keys: readonly string[]): Promise<void> {
+  async delete(keys: readonly string[], options: { readonly signal?: AbortSignal } = {}): Promise<void> {
     try {
+      options.signal?.throwIfAborted();
       await Promise.all(keys.map((key) => rm(this.path(key), { force: true })));
     } catch (error) {
       throw this.failed('delete', error);

@@ -125,11 +125,14 @@ export class S3BlobStore implements BlobStore {
     await this.delete([from]);
   }
 
-  async delete(keys: readonly string[]): Promise<void> {
+  async delete(keys: readonly string[], options: { readonly signal?: AbortSignal } = {}): Promise<void> {
     try {
       for (let i = 0; i < keys.length; i += DELETE_BATCH) {
+        options.signal?.throwIfAborted();
         const Objects = keys.slice(i, i + DELETE_BATCH).map((key) => ({ Key: this.key(key) }));
-        const out = await this.client.send(new DeleteObjectsCommand({ Bucket: this.target.bucket, Delete: { Objects, Quiet: true } }));
+        const out = await this.client.send(new DeleteObjectsCommand({ Bucket: this.target.bucket, Delete: { Objects, Quiet: true } }), {
+          abortSignal: options.signal,
+        });
         const failed = (out.Errors ?? []).filter((e) => e.Code !== 'NoSuchKey');
         if (failed.length > 0) throw new Error(`${failed.length} object(s) not deleted: ${failed[0].Code} ${failed[0].Message ?? ''}`);
       }

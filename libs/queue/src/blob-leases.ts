@@ -16,16 +16,23 @@ import { blobLeaseKey } from './queue.keys';
  *   until its job and cache entry expire; an object that had no lease then may have been swept
  *   since the thread found it in the store, so the worker checks it is there (holdWritten), and an
  *   attempt whose result file is gone fails and is retried.
- * - A sweep moves the objects due from `leases` to `deleting` in one script, deletes them, then
- *   forgets them. A lease of an object in `deleting` waits until that ends (or its deadline passes),
- *   so no user counts on an object a sweep is deleting.
+ * - A sweep moves the objects due from `leases` to `deleting` in one script, a chunk at a time, each
+ *   chunk with a deadline (DELETE_WINDOW_MS on), deletes them, then forgets them. A lease of an
+ *   object in `deleting` waits until that ends (or its deadline passes), so no user counts on an
+ *   object a sweep is deleting. A sweep's delete is aborted half-way to the deadline, so none lands
+ *   after it (see sweepBlobs); what a sweep took and did not delete is due again, and what a sweep
+ *   that died left in `deleting` is due again once its deadline has passed.
  * - Objects with no lease at all (a process that died between its write and its lease) get one
  *   of `orphanGraceMs` when a sweep lists the store; staged writes older than the upload expiry
  *   and unfinished ones are deleted by that listing too.
  */
 
-/** How long a sweep may take to delete what it took: past it, a lease no longer waits for it. */
-export const DELETE_WINDOW_MS = 30_000;
+/**
+ * How long a lease waits at most for a sweep deleting its object: the deadline of each chunk a sweep
+ * takes. why 10 s: a sweep that died mid-chunk holds the leases of its objects (a submission's
+ * answer among them) until then; a live one holds them only while its delete runs.
+ */
+export const DELETE_WINDOW_MS = 10_000;
 /**
  * How long a job may wait queued and still find its input files, counted from its submission. why
  * a bound: the lease is per object, not per job; a job still queued past it fails (its input gone).
@@ -54,17 +61,45 @@ end
 return out
 `, 2);
 
-/** KEYS: leases, deleting. ARGV: now, deadline, how many. Takes up to that many objects whose lease has passed for deletion. */
+/**
+ * KEYS: leases, deleting. ARGV: now (the clock), due by, deadline, how many. Takes up to that many
+ * objects whose lease has passed by `due by` for deletion by `deadline`. First, what sweeps left in
+ * `deleting` past their deadline (a sweep that died: no sweep deletes after its deadline) is due
+ * again, unless a lease has taken it since.
+ */
 const TAKE_DUE = new LuaScript(`
-local due = redis.call('ZRANGE', KEYS[1], '-inf', ARGV[1], 'BYSCORE', 'LIMIT', 0, tonumber(ARGV[3]))
+local count = tonumber(ARGV[4])
+local stale = redis.call('ZRANGE', KEYS[2], '-inf', ARGV[1], 'BYSCORE', 'LIMIT', 0, count)
+for _, key in ipairs(stale) do
+  redis.call('ZREM', KEYS[2], key)
+  redis.call('ZADD', KEYS[1], 'NX', ARGV[2], key)
+end
+local due = redis.call('ZRANGE', KEYS[1], '-inf', ARGV[2], 'BYSCORE', 'LIMIT', 0, count)
 for _, key in ipairs(due) do
   redis.call('ZREM', KEYS[1], key)
-  redis.call('ZADD', KEYS[2], ARGV[2], key)
+  redis.call('ZADD', KEYS[2], ARGV[3], key)
 end
 return due
 `, 2);
 
-/** KEYS: leases, deleting. ARGV: now, until, object keys. Gives the objects with no lease (and no sweep deleting them) one until `until`; returns how many. */
+/**
+ * KEYS: leases, deleting. ARGV: deadline, deleted (1 or 0), due at, object keys. Ends a sweep's hold
+ * on the objects it took with `deadline`, those still its own (one past its deadline may have lost
+ * them to another sweep): forgotten when deleted, else due again at `due at` unless leased since.
+ */
+const SETTLE = new LuaScript(`
+local deadline = tonumber(ARGV[1])
+for i = 4, #ARGV do
+  local key = ARGV[i]
+  if tonumber(redis.call('ZSCORE', KEYS[2], key)) == deadline then
+    redis.call('ZREM', KEYS[2], key)
+    if ARGV[2] == '0' then redis.call('ZADD', KEYS[1], 'NX', ARGV[3], key) end
+  end
+end
+return 0
+`, 2);
+
+/** KEYS: leases, deleting. ARGV: now (the clock), until, object keys. Gives the objects with no lease (and no sweep deleting them) one until `until`; returns how many. */
 const ADOPT = new LuaScript(`
 local n = 0
 for i = 3, #ARGV do
@@ -78,6 +113,15 @@ for i = 3, #ARGV do
 end
 return n
 `, 2);
+
+/** Objects a sweep took for deletion (BlobLeases.takeDue): it deletes them by `deadline`, or not at all. */
+export interface TakenObjects {
+  readonly keys: string[];
+  /** Epoch ms: a lease waits for the deletion until then at most. */
+  readonly deadline: number;
+  /** The time by which their leases had passed: they are due again at it if not deleted. */
+  readonly dueBy: number;
+}
 
 /** The leases of one service's objects (REDIS_PREFIX `prefix`), on the queue Redis. */
 export class BlobLeases {
@@ -119,19 +163,25 @@ export class BlobLeases {
     return lost;
   }
 
-  /** Takes up to `count` objects whose lease has passed, for deletion by `deadline`. */
-  takeDue(now: number, deadline: number, count: number): Promise<string[]> {
-    return TAKE_DUE.run(this.redis, ...this.keys, now, deadline, count) as Promise<string[]>;
+  /**
+   * Takes up to `count` objects whose lease has passed by `dueBy` for deletion within `windowMs` from
+   * now (the clock, whatever `dueBy` a test passes): leases of them wait until settle() or then.
+   */
+  async takeDue(dueBy: number, count: number, windowMs = DELETE_WINDOW_MS): Promise<TakenObjects> {
+    const now = this.now();
+    const deadline = now + windowMs;
+    const keys = (await TAKE_DUE.run(this.redis, ...this.keys, now, dueBy, deadline, count)) as string[];
+    return { keys, deadline, dueBy };
   }
 
-  /** The objects a sweep has deleted (or given up on): leases no longer wait for them. */
-  async deletedAll(objects: readonly string[]): Promise<void> {
-    if (objects.length > 0) await this.redis.zrem(this.keys[1], ...objects);
+  /** Ends a sweep's hold on what it took: forgotten when `deleted`, else due again (its delete failed or was aborted). */
+  async settle(taken: TakenObjects, deleted: boolean): Promise<void> {
+    if (taken.keys.length > 0) await SETTLE.run(this.redis, ...this.keys, taken.deadline, deleted ? 1 : 0, taken.dueBy, ...taken.keys);
   }
 
-  /** Leases `objects` that have none, until `until`; how many had none. */
-  adopt(objects: readonly string[], now: number, until: number): Promise<number> {
-    return objects.length === 0 ? Promise.resolve(0) : (ADOPT.run(this.redis, ...this.keys, now, until, ...objects) as Promise<number>);
+  /** Leases `objects` that have none (and no sweep is deleting), until `until`; how many had none. */
+  adopt(objects: readonly string[], until: number): Promise<number> {
+    return objects.length === 0 ? Promise.resolve(0) : (ADOPT.run(this.redis, ...this.keys, this.now(), until, ...objects) as Promise<number>);
   }
 
   /** How many objects have a lease, and how many a sweep is deleting (for tests and metrics). */
@@ -140,12 +190,15 @@ export class BlobLeases {
     return { leased, deleting };
   }
 
-  /** Waits until the sweep deleting `key` has done so, or its deadline passed. */
+  /**
+   * Waits until the sweep deleting `key` has done so, or its deadline passed. why a growing pause: a
+   * live sweep's delete takes milliseconds, a dead one's deadline is seconds away.
+   */
   private async deleted(key: string, deadline: number): Promise<void> {
-    while (this.now() < deadline) {
+    for (let pause = 10; this.now() < deadline; pause = Math.min(pause * 2, 250)) {
       const still = await this.redis.zscore(this.keys[1], key);
       if (still === null || Number(still) !== deadline) return;
-      await sleep(50);
+      await sleep(Math.max(1, Math.min(pause, deadline - this.now())));
     }
   }
 }
@@ -169,6 +222,13 @@ export interface SweepOptions {
   stagedMaxAgeMs: number;
   /** The lease an object found without one gets: longer than a run takes between writing a file and leasing it. */
   orphanGraceMs: number;
+  /**
+   * Stops the sweep (the app shutting down): before its next chunk or listed object, and a delete in
+   * flight; what it took and did not delete is due again. The sweep resolves with what it did.
+   */
+  signal?: AbortSignal;
+  /** The deadline of each chunk it takes (DELETE_WINDOW_MS; a test shortens it). */
+  deleteWindowMs?: number;
 }
 
 export interface SweepReport {
@@ -180,6 +240,7 @@ export interface SweepReport {
   abandoned: number;
 }
 
+/** Objects a sweep takes and deletes at once: one S3 DeleteObjects request. */
 const SWEEP_BATCH = 500;
 /** Staged writes are named `staging/<epoch ms, base 36>-<uuid>` (see stagingKeyOf). */
 const STAGED = /^staging\/([0-9a-z]{1,10})-[0-9a-f-]{36}$/;
@@ -187,31 +248,42 @@ const STAGED = /^staging\/([0-9a-z]{1,10})-[0-9a-f-]{36}$/;
 /** Deletes the objects whose lease has passed; with `list`, adopts unleased objects and removes abandoned writes. */
 export async function sweepBlobs(store: BlobStore, leases: BlobLeases, options: SweepOptions): Promise<SweepReport> {
   const now = options.now ?? Date.now();
+  const windowMs = options.deleteWindowMs ?? DELETE_WINDOW_MS;
+  const { signal } = options;
   const report: SweepReport = { deleted: 0, adopted: 0, abandoned: 0 };
-  for (;;) {
-    const started = Date.now();
-    const due = await leases.takeDue(now, now + DELETE_WINDOW_MS, SWEEP_BATCH);
-    if (due.length === 0) break;
-    // why the check: a lease that waited DELETE_WINDOW_MS for this sweep counts on the object again.
-    if (Date.now() - started < DELETE_WINDOW_MS / 2) {
-      await store.delete(due);
-      report.deleted += due.length;
+  while (!signal?.aborted) {
+    const taken = await leases.takeDue(now, SWEEP_BATCH, windowMs);
+    if (taken.keys.length === 0) break;
+    let deleted = false;
+    try {
+      // why aborted half-way to the deadline: a lease that waited for this sweep counts on the object
+      // again at the deadline, and a delete still running then could remove an object just leased;
+      // the other half is the store's to finish a request it had before the abort.
+      const bound = AbortSignal.timeout(Math.max(0, taken.deadline - windowMs / 2 - Date.now()));
+      await store.delete(taken.keys, { signal: signal ? AbortSignal.any([bound, signal]) : bound });
+      deleted = true;
+      report.deleted += taken.keys.length;
+    } catch (error) {
+      if (!signal?.aborted) throw error;
+    } finally {
+      await leases.settle(taken, deleted);
     }
-    await leases.deletedAll(due);
-    if (due.length < SWEEP_BATCH) break;
+    if (taken.keys.length < SWEEP_BATCH) break;
   }
-  if (!options.list) return report;
+  if (!options.list || signal?.aborted) return report;
   const unleased: string[] = [];
   const abandoned: string[] = [];
   for await (const key of store.list()) {
+    if (signal?.aborted) break;
     if (key.startsWith('sha256/')) unleased.push(key);
     else if (key.startsWith('staging/')) {
       const started = STAGED.exec(key);
       if (!started || parseInt(started[1], 36) < now - options.stagedMaxAgeMs) abandoned.push(key);
     }
-    if (unleased.length >= SWEEP_BATCH) report.adopted += await leases.adopt(unleased.splice(0), now, now + options.orphanGraceMs);
+    if (unleased.length >= SWEEP_BATCH) report.adopted += await leases.adopt(unleased.splice(0), now + options.orphanGraceMs);
   }
-  report.adopted += await leases.adopt(unleased, now, now + options.orphanGraceMs);
+  report.adopted += await leases.adopt(unleased, now + options.orphanGraceMs);
+  if (signal?.aborted) return report;
   await store.delete(abandoned);
   report.abandoned = abandoned.length + (await store.removePartial(new Date(now - options.stagedMaxAgeMs)));
   return report;

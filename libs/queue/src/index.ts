@@ -12,7 +12,7 @@ export { extendDeadline, NO_DEADLINE, pastDeadline, POP_DUE, startDeadlinesKey }
 export { callerShares, forgetParked, heal, HEAL_INTERVAL_MS, park, PARK_DELAY_MS, parkedOf, release, RELEASE_AHEAD, settle } from './fair-share';
 export type { CallerShare, ParkedJob } from './fair-share';
 export { listUntil, PAGE, SWEEP_ENDED, SWEEP_GRACE_SECONDS, sweepArgs } from './job-index';
-export { BlobLeases, DELETE_WINDOW_MS, inputLeaseUntil, QUEUED_INPUT_MS, sweepBlobs } from './blob-leases';
+export { BlobLeases, DELETE_WINDOW_MS, inputLeaseUntil, QUEUED_INPUT_MS, sweepBlobs, type TakenObjects } from './blob-leases';
 export type { SweepOptions, SweepReport } from './blob-leases';
 export { DEAD_LETTER_PAGE, deadLetterOf, keepDeadLetter, KEPT_CODES } from './dead-letters';
 export type { DeadLetter, DeadLetterPage, FailedJob } from './dead-letters';

@@ -22,4 +22,20 @@ describe('BlobSweeper', () => {
     expect(calls.filter(Boolean)).toHaveLength(1);
     await sweeper.onApplicationShutdown();
   });
+
+  // why: a listing of a large store takes minutes; shutdown waited for it to end, past its deadline.
+  it('stops a running sweep at shutdown instead of waiting for it to end', async () => {
+    jest.useFakeTimers();
+    const sweeper = new BlobSweeper({} as never, {} as never, { uploadTtlSeconds: 60, jobTimeoutMs: 1000 } as never, { warn: jest.fn() } as never);
+    // A sweep that runs until it is told to stop, as sweepBlobs does on its signal.
+    jest.spyOn(sweeper, 'sweep').mockImplementation(
+      ({ signal }) => new Promise((resolve) => signal?.addEventListener('abort', () => resolve({ deleted: 0, adopted: 0, abandoned: 0 }))),
+    );
+    sweeper.onModuleInit();
+    await jest.advanceTimersByTimeAsync(60_000);
+    expect(sweeper.sweep).toHaveBeenCalledTimes(1);
+    jest.useRealTimers();
+    const stopped = await Promise.race([sweeper.onApplicationShutdown().then(() => 'stopped'), new Promise((resolve) => setTimeout(resolve, 1000, 'still waiting'))]);
+    expect(stopped).toBe('stopped');
+  });
 });

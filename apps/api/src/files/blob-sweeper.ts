@@ -22,6 +22,7 @@ export class BlobSweeper implements OnModuleInit, OnApplicationShutdown {
   private timer?: NodeJS.Timeout;
   private sweeps = 0;
   private sweeping?: Promise<unknown>;
+  private readonly stopping = new AbortController();
 
   constructor(
     @Inject(BLOB_STORE) private readonly store: BlobStore | null,
@@ -37,7 +38,7 @@ export class BlobSweeper implements OnModuleInit, OnApplicationShutdown {
       if (this.sweeping) return;
       // why the first listing only after LIST_EVERY sweeps: replicas started together do not all list at once.
       const list = ++this.sweeps % LIST_EVERY === 0;
-      this.sweeping = this.sweep({ list })
+      this.sweeping = this.sweep({ list, signal: this.stopping.signal })
         .catch((error: unknown) => this.logger.warn({ err: error }, 'blob store sweep failed; the next one retries'))
         .finally(() => (this.sweeping = undefined));
     }, SWEEP_EVERY_MS);
@@ -46,10 +47,13 @@ export class BlobSweeper implements OnModuleInit, OnApplicationShutdown {
 
   async onApplicationShutdown(): Promise<void> {
     clearInterval(this.timer);
+    // why stopped, not awaited to its end: a listing of a large S3 store takes minutes, past the
+    // shutdown deadline; what the sweep took and did not delete is due again for another replica.
+    this.stopping.abort();
     await this.sweeping;
   }
 
-  sweep(options: { list: boolean; now?: number }): Promise<SweepReport> {
+  sweep(options: { list: boolean; now?: number; signal?: AbortSignal }): Promise<SweepReport> {
     return sweepBlobs(this.store!, this.leases, { ...options, stagedMaxAgeMs: this.config.uploadTtlSeconds * 1000, orphanGraceMs: orphanGraceMs(this.config) });
   }
 }
