@@ -23,7 +23,7 @@ import { schemaErrors, unknownFieldErrors } from './deploy/schemas';
 
 const DIR = 'docker/kubernetes';
 /** prod with each opt-in component, composed as you would by listing it in prod's `components:`. */
-const COMPOSITIONS = ['prod-redis-sentinel', 'prod-redis-cluster', 'prod-webhooks'] as const;
+const COMPOSITIONS = ['prod-redis-sentinel', 'prod-redis-cluster', 'prod-webhooks', 'prod-aws-s3'] as const;
 const OVERLAYS = ['dev', 'prod', ...COMPOSITIONS] as const;
 type OverlayName = (typeof OVERLAYS)[number];
 const PRODUCTION = ['prod', ...COMPOSITIONS] as const;
@@ -372,6 +372,19 @@ describe('docker/kubernetes/overlays/dev: a working stack on a laptop cluster', 
     expect(dev.env(dev.api).ALLOW_UNAUTHENTICATED).toBe('true');
     expect(dev.ofKind('Namespace').map((n) => n.metadata.name)).toEqual([dev.namespace]);
   });
+
+  it('keeps job files in one volume that the API and every worker mount at /blobs, as a file blob store production accepts', () => {
+    const claims = dev.ofKind<K8sObject & { spec: { accessModes: string[] } }>('PersistentVolumeClaim');
+    expect(claims.map((c) => [c.metadata.name, c.spec.accessModes])).toEqual([['nest-offload-blobs', ['ReadWriteOnce']]]);
+    for (const app of [dev.api, ...dev.apps('worker')]) {
+      expect([where(app), dev.config(app).blobStore]).toEqual([where(app), { kind: 'file', dir: '/blobs' }]);
+      const pod = app.spec.template.spec;
+      const mount = pod.containers[0].volumeMounts?.find((m) => m.mountPath === '/blobs');
+      const claim = pod.volumes?.find((v) => v.name === mount?.name)?.persistentVolumeClaim?.claimName;
+      // The apps' group owns what the volume holds, where the storage class honours fsGroup.
+      expect({ app: where(app), claim, fsGroup: pod.securityContext?.fsGroup }).toEqual({ app: where(app), claim: 'nest-offload-blobs', fsGroup: pod.securityContext?.runAsGroup });
+    }
+  });
 });
 
 describe.each(PRODUCTION)('%s: external Redis, more replicas, disruption budgets, network policies, monitoring', (name) => {
@@ -456,6 +469,7 @@ describe.each(PRODUCTION)('%s: external Redis, more replicas, disruption budgets
     });
     const outside = { outside: true } as const;
     const webhooks = usesComponent(prod, 'webhooks');
+    const awsS3 = usesComponent(prod, 'aws-s3');
 
     it("let the API's port be reached only from the ingress controller, monitoring and KEDA, and the workers' only from monitoring", () => {
       // KEDA's metrics-api triggers read the API's /metrics through its Service, from KEDA's namespace.
@@ -517,7 +531,8 @@ describe.each(PRODUCTION)('%s: external Redis, more replicas, disruption budgets
       }
     });
 
-    it(`let only the API and the workers reach DNS, Redis in the redis namespace, the blob store in minio and a trace collector in monitoring; ${webhooks ? 'the API alone HTTPS (webhooks)' : 'nothing else leaves (no webhook egress)'}`, () => {
+    const https = awsS3 ? 'the API and the workers HTTPS (the blob store outside the cluster)' : webhooks ? 'the API alone HTTPS (webhooks)' : 'nothing else leaves (no webhook egress)';
+    it(`let only the API and the workers reach DNS, Redis in the redis namespace, the blob store in minio and a trace collector in monitoring; ${https}`, () => {
       const stranger = from(prod.namespace, { 'app.kubernetes.io/name': 'something-else' });
       for (const app of apps()) {
         const source = { pod: prod.pod(app), namespaceLabels: {} };
@@ -536,13 +551,38 @@ describe.each(PRODUCTION)('%s: external Redis, more replicas, disruption budgets
         expect(allows(policies(), source, from('elsewhere'), OTLP_HTTP_PORT)).toBe(false);
         expect({ app: where(app), https: allows(policies(), source, { outside: true, ip: '93.184.215.14' }, 443) }).toEqual({
           app: where(app),
-          https: webhooks && app === prod.api,
+          https: awsS3 || (webhooks && app === prod.api),
         });
-        expect(allows(policies(), source, outside, 80)).toBe(false);
+        // Plain HTTP leaves for nowhere (components/aws-s3's port 80 is EKS Pod Identity's agent alone: below).
+        expect(allows(policies(), source, { outside: true, ip: '93.184.215.14' }, 80)).toBe(false);
       }
       for (const port of [6379, 26379, 443, OTLP_HTTP_PORT]) expect(allows(policies(), stranger, outside, port)).toBe(false);
       expect(allows(policies(), stranger, from('minio'), 9000)).toBe(false);
       for (const port of [6379, 26379]) expect(allows(policies(), stranger, from('redis'), port)).toBe(false);
+    });
+
+    it(`let ${awsS3 ? '' : 'no '}app reach a blob store outside the cluster (components/aws-s3): public addresses on 443, never the private ranges or cloud metadata`, () => {
+      const stranger = from(prod.namespace, { 'app.kubernetes.io/name': 'something-else' });
+      const at = (ip: string) => ({ outside: true, ip }) as const;
+      for (const app of apps()) {
+        const source = { pod: prod.pod(app), namespaceLabels: {} };
+        // An S3 address of eu-west-1 (IPv4 and IPv6), and, with EKS Pod Identity, the node's credentials agent.
+        const reach = {
+          s3: allows(policies(), source, at('52.218.0.10'), 443),
+          s3v6: allows(policies(), source, at('2a05:d07a:a000::1'), 443),
+          podIdentityAgent: allows(policies(), source, at('169.254.170.23'), 80),
+        };
+        expect({ app: where(app), ...reach }).toEqual({
+          app: where(app),
+          s3: awsS3 || (webhooks && app === prod.api),
+          s3v6: awsS3 || (webhooks && app === prod.api),
+          podIdentityAgent: awsS3,
+        });
+        for (const [ip, port] of [['169.254.169.254', 80], ['169.254.169.254', 443], ['10.1.2.3', 443], ['192.168.1.1', 443], ['fd00::1', 443], ['52.218.0.10', 80]] as const) {
+          expect({ app: where(app), ip, port, reachable: allows(policies(), source, at(ip), port) }).toEqual({ app: where(app), ip, port, reachable: false });
+        }
+      }
+      expect(allows(policies(), stranger, at('52.218.0.10'), 443)).toBe(false);
     });
 
     it('every policy selects some pod of the namespace or all of them', () => {

@@ -89,6 +89,8 @@ export interface Container {
 export interface SecurityContext {
   runAsNonRoot?: boolean;
   runAsUser?: number;
+  runAsGroup?: number;
+  fsGroup?: number;
   allowPrivilegeEscalation?: boolean;
   readOnlyRootFilesystem?: boolean;
   capabilities?: { drop?: string[] };
@@ -107,7 +109,7 @@ export interface Workload extends K8sObject {
         securityContext?: SecurityContext;
         terminationGracePeriodSeconds?: number;
         enableServiceLinks?: boolean;
-        volumes?: { name: string; emptyDir?: object }[];
+        volumes?: { name: string; emptyDir?: object; persistentVolumeClaim?: { claimName: string } }[];
         automountServiceAccountToken?: boolean;
       };
     };
