@@ -10,24 +10,38 @@ const size = (n: number) => (n >= 1024 ** 2 ? `${num(n / 1024 ** 2)} MB` : `${nu
 const TARGET = { perJobBytes: 4096, sizeSpread: 1024, uploadRatio: 0.8, rssGrowth: 64 * 1024 ** 2, thumbsRatio: 1.5, isolation: 0.8 };
 
 /** The files scenario's rows, chart and notes from what it measured (see files.ts). */
-export function filesReport(rounds: Rounds, opts: BenchOptions, facts: Record<string, number>, type: string): ScenarioReport {
+export function filesReport(
+  rounds: Rounds,
+  opts: BenchOptions,
+  facts: Record<string, number>,
+  type: string,
+  census: Partial<Record<'small' | 'large', Record<string, number>>> = {},
+): ScenarioReport {
   const r = (name: string) => rounds.get(name);
   const o = opts.files;
   const small = size(facts.smallBytes ?? o.smallBytes);
   const large = size(facts.largeBytes ?? o.largeBytes);
   const perJob = (which: 'small' | 'large', image: string) => {
     const template = r(`redisBytes.${which}.template`);
+    const keys = r(`redisKeyBytes.${which}.template`);
     return {
       scenario: SCENARIO,
-      measure: `Redis bytes per finished \`${type}\` job (input + result, kept, and its cached result), ${image} image ÷ the base64 peer's`,
-      template: spreadOf(template, bytes),
+      measure: `Redis bytes per finished \`${type}\` job (input + result, kept, and its cached result), ${image} image ÷ the base64 peer's: used_memory; its keys by MEMORY USAGE`,
+      template: `${spreadOf(template, bytes)}; keys ${spreadOf(keys, bytes)}`,
       baseline: `peer (image base64 in job data) ${spreadOf(r(`redisBytes.${which}.peer`), bytes)}`,
       ratio: r(`redisBytes.${which}.ratio`),
       target: `≤ ${num(TARGET.perJobBytes)} B`,
-      met: template.values.length > 0 && template.max <= TARGET.perJobBytes,
+      met: [template, keys].every((m) => m.values.length > 0 && m.max <= TARGET.perJobBytes),
     };
   };
   const spreadLarge = r('redisBytes.largeLessSmall');
+  const spreadLargeKeys = r('redisKeyBytes.largeLessSmall');
+  // The keys a job of each size left, by family, largest first: where its bytes are.
+  const families = (which: 'small' | 'large') =>
+    Object.entries(census[which] ?? {})
+      .filter(([, n]) => Math.abs(n) >= 1)
+      .map(([family, n]) => `\`${family}\` ${num(n)}`)
+      .join(', ');
   const rss = r('rssGrowth');
   return {
     key: 'files',
@@ -37,11 +51,11 @@ export function filesReport(rounds: Rounds, opts: BenchOptions, facts: Record<st
       perJob('large', large),
       {
         scenario: SCENARIO,
-        measure: `same, ${large} image − ${small} image (template)`,
-        template: spreadOf(spreadLarge, bytes),
+        measure: `same, ${large} image − ${small} image (template): used_memory; its keys`,
+        template: `${spreadOf(spreadLarge, bytes)}; keys ${spreadOf(spreadLargeKeys, bytes)}`,
         baseline: '',
         target: `within ${num(TARGET.sizeSpread)} B`,
-        met: spreadLarge.values.length > 0 && spreadLarge.values.every((v) => Math.abs(v) <= TARGET.sizeSpread),
+        met: [spreadLarge, spreadLargeKeys].every((m) => m.values.length > 0 && m.values.every((v) => Math.abs(v) <= TARGET.sizeSpread)),
       },
       {
         scenario: SCENARIO,
@@ -94,7 +108,8 @@ export function filesReport(rounds: Rounds, opts: BenchOptions, facts: Record<st
         `thumbnails ${o.thumbs} per leg, ${o.thumbCallers} callers, ratio ${ratio(r('thumbsRatio'))}; ` +
         `Redis bytes per job over ${o.memoryJobs} jobs (the peer's ${large} over ${o.peerLargeJobs}); ` +
         `uploads ${ratio(r('uploadRatio'))} of the bare route; isolation ${ratio(r('isolation'))} with ${num(r('fedThumbs').median)} thumbnails fed a round.`,
+      `Files: Redis bytes per job by key family (MEMORY USAGE census of the last round, events stream left out): ${small} image: ${families('small')}; ${large} image: ${families('large')}.`,
     ],
-    data: rounds.all(),
+    data: { ...rounds.all(), census },
   };
 }

@@ -16,7 +16,7 @@ import { closedLoop, HttpClient } from '../load/http-client';
 import type { ScenarioReport } from '../report/report.types';
 import { benchJobs } from '../support/bench-jobs';
 import { imageJob } from '../support/options';
-import { memoryUsage, readMemory } from '../support/redis-memory';
+import { censusDelta, keyCensus, memoryUsage, readMemory } from '../support/redis-memory';
 import { cpuMs, poolSaturated, rssBytes, startNode } from '../support/stack';
 import { Rounds } from '../support/stats';
 import { BenchContext, rotate, Scenario, sleep } from './context';
@@ -119,7 +119,8 @@ async function sendStream(url: URL, headers: Record<string, string | number>, ch
 /**
  * 12. Files, the claim-check pattern against the usual first attempt, side by side:
  * - Redis bytes per finished `thumbnail` job (input + result, kept, and its cached result), for a
- *   small and a large image (used_memory deltas less the events stream, as in `cost`), against the
+ *   small and a large image (used_memory deltas less the events stream, as in `cost`, and a census
+ *   of the template's keys by MEMORY USAGE), against the
  *   conventional peer (baselines/peer-*: Nest + @nestjs/bullmq, `thumbnail-base64`: the image
  *   base64 in the JSON body and the job data, the thumbnail base64 in its return value);
  * - upload MB/s through the API (`bench-file`: multipart, streamed into the file store, hashed and
@@ -146,6 +147,8 @@ export class FilesScenario implements Scenario<ScenarioReport> {
   private peerJobs: string[] = [];
   private doneJobId?: string;
   private readonly facts: Record<string, number> = {};
+  /** The last round's census of each size: bytes per job by key family (see redisBytes). */
+  private readonly census: Partial<Record<'small' | 'large', Record<string, number>>> = {};
 
   /** The template's image type (the `thumbnail` example: options.ts imageJob()). */
   private readonly image: JobDefinition;
@@ -265,30 +268,46 @@ export class FilesScenario implements Scenario<ScenarioReport> {
     await this.dropLargeObjects();
   }
 
-  /** Bytes Redis holds per finished thumbnail job of `size`, on each side (its events stream left out: BullMQ caps it). */
+  /**
+   * Bytes Redis holds per finished thumbnail job of `size`, on each side (its events stream left out:
+   * BullMQ caps it), two ways: `used_memory` deltas (the issue's `INFO memory`, as in `cost`), and on
+   * the template's side a census of its keys (MEMORY USAGE of every key under its prefix, before and
+   * after), which says where the bytes are and counts nothing outside the keys. why both: used_memory
+   * also moves with what Redis holds outside the keys (a quiet-host run's 5 MB legs read 3,663 to
+   * 24,086 B a job from it), which the census leaves out.
+   */
   private async redisBytes(size: 'small' | 'large'): Promise<void> {
     const o = this.ctx.opts.files;
     const redis = this.ctx.redisClient;
     // why no settling pause in smoke mode: its numbers mean nothing, and 8 pauses would be most of its time.
     const settleMs = this.ctx.opts.smoke ? 0 : 150;
-    const measure = async (jobs: number, events: string, run: () => Promise<unknown>) => {
+    const measure = async (jobs: number, events: string, run: () => Promise<unknown>, prefix?: string) => {
       const m0 = await readMemory(redis, settleMs);
       const e0 = await memoryUsage(redis, [events]);
+      const c0 = prefix === undefined ? undefined : await keyCensus(redis, `${prefix}:*`);
       const result = await closedLoop({ concurrency: 4, total: jobs, task: run });
       if (result.errors.length > 0) throw new Error(`files: Redis bytes (${size}): ${result.errors[0]}`);
       const m1 = await readMemory(redis, settleMs);
       const e1 = await memoryUsage(redis, [events]);
-      return (m1.keys - m0.keys - (e1 - e0)) / jobs;
+      const c1 = prefix === undefined ? undefined : await keyCensus(redis, `${prefix}:*`);
+      return { used: (m1.keys - m0.keys - (e1 - e0)) / jobs, census: c0 && c1 && censusDelta(c0, c1, prefix!, [events]) };
     };
-    const template = await measure(o.memoryJobs, bullKey(this.ctx.prefix, this.image.queue, 'events'), () => this.thumbTemplate(size));
+    const template = await measure(o.memoryJobs, bullKey(this.ctx.prefix, this.image.queue, 'events'), () => this.thumbTemplate(size), this.ctx.prefix);
     const peer = await measure(size === 'large' ? o.peerLargeJobs : o.memoryJobs, `${this.peerPrefix}:${PEER_QUEUE}:events`, () => this.thumbPeer(size));
     await this.dropPeerJobs();
-    this.rounds.add(`redisBytes.${size}.template`, template);
-    this.rounds.add(`redisBytes.${size}.peer`, peer);
-    this.rounds.add(`redisBytes.${size}.ratio`, template / peer);
+    this.rounds.add(`redisBytes.${size}.template`, template.used);
+    this.rounds.add(`redisBytes.${size}.peer`, peer.used);
+    this.rounds.add(`redisBytes.${size}.ratio`, template.used / peer.used);
+    this.rounds.add(`redisKeyBytes.${size}.template`, template.census!.total / o.memoryJobs);
+    this.census[size] = Object.fromEntries(
+      Object.entries(template.census!.byFamily)
+        .map(([family, bytes]) => [family, Math.round(bytes / o.memoryJobs)] as const)
+        .sort((a, b) => b[1] - a[1]),
+    );
     if (size === 'large') {
-      const small = this.rounds.get('redisBytes.small.template').values.at(-1)!;
-      this.rounds.add('redisBytes.largeLessSmall', template - small);
+      const last = (name: string) => this.rounds.get(name).values.at(-1)!;
+      this.rounds.add('redisBytes.largeLessSmall', template.used - last('redisBytes.small.template'));
+      this.rounds.add('redisKeyBytes.largeLessSmall', last('redisKeyBytes.large.template') - last('redisKeyBytes.small.template'));
     }
   }
 
@@ -404,7 +423,7 @@ export class FilesScenario implements Scenario<ScenarioReport> {
   }
 
   result(): ScenarioReport {
-    return filesReport(this.rounds, this.ctx.opts, this.facts, this.image.name);
+    return filesReport(this.rounds, this.ctx.opts, this.facts, this.image.name, this.census);
   }
 
   async close(): Promise<void> {

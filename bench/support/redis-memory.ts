@@ -91,3 +91,47 @@ export async function memoryUsage(redis: IORedis, keys: readonly string[]): Prom
 export async function deleteNow(redis: IORedis, keys: readonly string[]): Promise<void> {
   for (let i = 0; i < keys.length; i += 1000) await redis.del(...keys.slice(i, i + 1000));
 }
+
+/** MEMORY USAGE of every key matching `pattern`, by key (SCAN, then pipelined MEMORY USAGE … SAMPLES 0). */
+export async function keyCensus(redis: IORedis, pattern: string): Promise<Map<string, number>> {
+  const keys = await scanKeys(redis, pattern);
+  const sizes = new Map<string, number>();
+  for (let i = 0; i < keys.length; i += 1000) {
+    const batch = keys.slice(i, i + 1000);
+    const replies = await redis.pipeline(batch.map((key) => ['memory', 'usage', key, 'samples', '0'])).exec();
+    for (const [j, [error, bytes]] of (replies ?? []).entries()) {
+      if (error) throw error;
+      // A key that expired between SCAN and MEMORY USAGE answers null: it holds nothing.
+      if (bytes !== null) sizes.set(batch[j], Number(bytes));
+    }
+  }
+  return sizes;
+}
+
+/**
+ * The family of a key: its name with ids, hashes, digests and times replaced (`…:{thumbnail}:thumbnail:<id>`,
+ * `…:cache:thumbnail:v1:<digest>`), so a census says which kind of key the bytes are in.
+ */
+export function keyFamily(key: string, prefix: string): string {
+  return key
+    .slice(key.startsWith(`${prefix}:`) ? prefix.length + 1 : 0)
+    .replace(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g, '<id>')
+    .replace(/[0-9a-f]{64}/g, '<sha256>')
+    .replace(/:v(\d+):(c:)?[A-Za-z0-9_-]{43}$/, ':v$1:<digest>')
+    .replace(/\d{6,}/g, '<n>');
+}
+
+/** What changed between two censuses of the same keys: in all, and by family (keyFamily), leaving out `exclude`. */
+export function censusDelta(before: Map<string, number>, after: Map<string, number>, prefix: string, exclude: readonly string[] = []): { total: number; byFamily: Record<string, number> } {
+  const byFamily: Record<string, number> = {};
+  let total = 0;
+  for (const key of new Set([...before.keys(), ...after.keys()])) {
+    if (exclude.includes(key)) continue;
+    const delta = (after.get(key) ?? 0) - (before.get(key) ?? 0);
+    if (delta === 0) continue;
+    const family = keyFamily(key, prefix);
+    byFamily[family] = (byFamily[family] ?? 0) + delta;
+    total += delta;
+  }
+  return { total, byFamily };
+}
