@@ -3,7 +3,7 @@ import { type Config, loadConfig } from './config';
 /** The field names consumers read: Config is derived from the schema, so a rename there shows here. */
 const FIELDS = [
   'env', 'queueRedis', 'cacheRedis', 'redisMinReplicasAck', 'cacheMemoryMb', 'redisPrefix', 'host', 'port', 'workerPort', 'workerThreads',
-  'workerQueues', 'workerMaxMemoryMb', 'workerNice', 'workerSched', 'jobTimeoutMs', 'jobRetentionSeconds', 'deadLetterRetentionSeconds', 'jobLockMs', 'shutdownTimeoutMs',
+  'workerQueues', 'workerMaxMemoryMb', 'workerNice', 'workerSched', 'jobTimeoutMs', 'jobRetentionSeconds', 'deadLetterRetentionSeconds', 'jobListing', 'jobLockMs', 'shutdownTimeoutMs',
   'maxBacklog', 'maxWaitSeconds', 'idempotencyTtlSeconds', 'batchMaxItems', 'requestTimeoutMs', 'bodyLimit', 'logLevel', 'logFormat',
   'chaosJobs', 'demo', 'apiKeys', 'adminApiKeys', 'callerConcurrency', 'callerMaxQueued', 'callerLimits', 'rateLimitPerMinute', 'rateLimitBurst',
   'trustedProxies', 'trustedProxyHops', 'redisEvictionCheck', 'apiDocs',

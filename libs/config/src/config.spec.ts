@@ -44,6 +44,7 @@ describe('loadConfig', () => {
     ['LOG_LEVEL', 'loud'],
     ['LOG_FORMAT', 'yaml'],
     ['WORKER_SCHED', 'batch'],
+    ['JOB_LISTING', 'no'],
     ['CHAOS_JOBS', 'maybe'],
     ['JOB_TIMEOUT_MS', '-5'],
     ['IDEMPOTENCY_TTL_SECONDS', '0'],

@@ -242,6 +242,12 @@ const schema = z.object({
   JOB_RETENTION_SECONDS: int(1, 30 * 24 * 3600).default(3600),
   /** How long a job that failed for good is kept as a dead letter (input, error, attempts) to list and replay; 0: none kept. */
   DEAD_LETTER_RETENTION_SECONDS: int(0, 365 * 24 * 3600).default(30 * 24 * 3600),
+  /**
+   * `off`: neither app writes the listing index (libs/queue/src/job-index.ts) and GET /v1/jobs and
+   * GET /admin/jobs answer 404 LISTING_DISABLED; a service that never lists jobs saves its Redis
+   * bytes and commands per job.
+   */
+  JOB_LISTING: z.enum(['on', 'off'], { error: 'must be on or off' }).default('on'),
   /** BullMQ lock of a running job, renewed at half this; a job whose lock lapses is "stalled" and re-run. */
   JOB_LOCK_MS: int(1000, 600_000).default(30_000),
   SHUTDOWN_TIMEOUT_MS: int(0, 3600 * 1000).default(25_000),

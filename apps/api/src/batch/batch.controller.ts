@@ -75,7 +75,7 @@ export class BatchController {
     const { callbacks, idempotency } = this.hooks;
     const callback = callbacks.accept(callbackUrl, caller.scope);
     const timing = new ServerTiming();
-    const tags = parseJobTags(req.headers['job-tags']);
+    const tags = parseJobTags(req.headers['job-tags'], this.config.jobListing !== 'off');
     const entries = await this.batches.submit(type, body, {
       scope: caller.scope,
       waitSeconds: parsePreferWait(prefer, this.config.maxWaitSeconds),

@@ -12,6 +12,7 @@ export const API_ERRORS = {
   NOT_FOUND: { status: 404, title: 'Not found' },
   UNKNOWN_JOB_TYPE: { status: 404, title: 'Unknown job type' },
   JOB_NOT_FOUND: { status: 404, title: 'Job not found' },
+  LISTING_DISABLED: { status: 404, title: 'Job listing is off' },
   FILE_NOT_FOUND: { status: 404, title: 'File not found' },
   UPLOAD_NOT_FOUND: { status: 404, title: 'Upload not found' },
   JOB_ALREADY_FINISHED: { status: 409, title: 'Job already finished' },

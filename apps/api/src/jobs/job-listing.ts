@@ -48,7 +48,8 @@ interface Entry {
  * index (libs/queue/src/job-index.ts), never from a scan of job keys. A page merges each queue's
  * index after the cursor, reads the views of its entries and keeps those the filters take (type and
  * tag narrow the index read; status, and tag for every caller, are checked on the view). Every
- * replica also sweeps the ended jobs out of the indexes, once a second.
+ * replica also sweeps the ended jobs out of the indexes, once a second. With JOB_LISTING=off a
+ * listing is a 404 LISTING_DISABLED; the sweep goes on, so what was written before the switch drains.
  */
 @Injectable()
 export class JobListing implements OnApplicationBootstrap, OnApplicationShutdown {
@@ -83,7 +84,13 @@ export class JobListing implements OnApplicationBootstrap, OnApplicationShutdown
     await this.sweeping;
   }
 
+  /** Throws the problem a listing answers with JOB_LISTING=off. */
+  checkEnabled(): void {
+    if (!this.owners.listing) throw new ApiError('LISTING_DISABLED', 'This service keeps no job listing (JOB_LISTING=off); find a job by the id its submission answered');
+  }
+
   async list(query: ListingQuery): Promise<ListingPage> {
+    this.checkEnabled();
     const def = query.type === undefined ? undefined : this.registry.get(query.type);
     if (query.type !== undefined && !def) throw new ApiError('INVALID_QUERY', `type: no job type named "${query.type}"; GET /v1/job-types lists them`);
     const queues = def ? [def.queue] : this.registry.queues();

@@ -40,11 +40,13 @@ return 0`, 1);
  *
  * The same relation the other way round is the listing index (libs/queue/src/job-index.ts): each
  * caller's jobs, by when it got them, and by the tags it gave them (`Job-Tags`), written here in the
- * same write as the owners, with or without keys.
+ * same write as the owners, with or without keys; with JOB_LISTING=off none of it is written (`listing`).
  */
 @Injectable()
 export class JobOwners {
   readonly enabled: boolean;
+  /** The listing index is kept (JOB_LISTING, on by default). */
+  readonly listing: boolean;
   private readonly prefix: string;
   private readonly queues: readonly string[];
   /** Caller and finished job, recorded by this replica, until when the record surely stays (oldest first). */
@@ -58,6 +60,7 @@ export class JobOwners {
     registry: JobRegistry,
   ) {
     this.enabled = config.apiKeys.length > 0;
+    this.listing = config.jobListing !== 'off';
     this.prefix = config.redisPrefix;
     this.queues = registry.queues();
   }
@@ -76,17 +79,18 @@ export class JobOwners {
     const unrecorded = hits.filter((hit) => !((this.recorded.get(recordKey(scope, hit.id)) ?? 0) > now));
     if (ids.length === 0 && unrecorded.length === 0) return;
     const ends = listingEndsKey(this.prefix, queue);
+    const listing = this.listing;
     await Promise.all([
       ...[...unrecorded.map((hit) => hit.id), ...ids].flatMap((id) => {
         const key = ownersKey(this.prefix, queue, id);
         // why NX: a set that already has a lifetime (a finished job's) keeps it.
         const owner = this.enabled ? [this.writer.sadd(key, scope), this.writer.expire(key, OWNERS_IN_FLIGHT_SECONDS, 'NX')] : [];
-        return [...owner, ...this.list(queue, id, scope, now, tags)];
+        return listing ? [...owner, ...this.list(queue, id, scope, now, tags)] : owner;
       }),
       // A job in flight leaves the listing when it ends (see listUntil); NX: a finished one already has its end.
-      ...ids.map((id) => this.writer.zadd(ends, 'NX', now + OWNERS_IN_FLIGHT_SECONDS * 1000, id)),
+      ...(listing ? ids : []).map((id) => this.writer.zadd(ends, 'NX', now + OWNERS_IN_FLIGHT_SECONDS * 1000, id)),
       // A cached result's job stays readable as long as the result.
-      ...unrecorded.map((hit) => this.writer.zadd(ends, ...(hit.expiresAt === undefined ? (['NX', now + OWNERS_IN_FLIGHT_SECONDS * 1000] as const) : (['GT', hit.expiresAt] as const)), hit.id)),
+      ...(listing ? unrecorded : []).map((hit) => this.writer.zadd(ends, ...(hit.expiresAt === undefined ? (['NX', now + OWNERS_IN_FLIGHT_SECONDS * 1000] as const) : (['GT', hit.expiresAt] as const)), hit.id)),
     ]);
     for (const { id, expiresAt } of unrecorded) {
       if (expiresAt === undefined) continue;
@@ -118,7 +122,7 @@ export class JobOwners {
 
   /** The tags `scope` gave job `id` (any queue), or undefined: none. */
   async tagsOf(id: string, scope: string): Promise<string[] | undefined> {
-    if (SCHEDULED_JOB_ID.test(id)) return undefined;
+    if (!this.listing || SCHEDULED_JOB_ID.test(id)) return undefined;
     const found = await Promise.all(this.queues.map((queue) => this.redis.hget(jobTagsKey(this.prefix, queue, id), this.listed(scope))));
     const tags = found.find((text) => text !== null);
     return tags ? tags.split(',') : undefined;
@@ -131,8 +135,14 @@ export class JobOwners {
   async forget(queue: string, ids: readonly string[], scope: string, tags: readonly string[] = []): Promise<void> {
     if (ids.length === 0) return;
     const listed = this.listed(scope);
+    const owners = this.enabled ? [this.writer.del(...ids.map((id) => ownersKey(this.prefix, queue, id)))] : [];
+    if (!this.listing) {
+      await Promise.all(owners);
+      return;
+    }
     await Promise.all([
-      ...(this.enabled ? [this.writer.del(...ids.map((id) => ownersKey(this.prefix, queue, id))), this.writer.zrem(listingKey(this.prefix, queue), ...ids)] : []),
+      ...owners,
+      ...(this.enabled ? [this.writer.zrem(listingKey(this.prefix, queue), ...ids)] : []),
       this.writer.zrem(listingKey(this.prefix, queue, listed), ...ids),
       this.writer.zrem(listingEndsKey(this.prefix, queue), ...ids),
       ...tags.map((tag) => this.writer.zrem(listingKey(this.prefix, queue, listed, tag), ...ids)),
@@ -158,7 +168,7 @@ export class JobOwners {
   async withdraw(queue: string, id: string, scope: string): Promise<number> {
     if (!this.enabled || SCHEDULED_JOB_ID.test(id)) return 0;
     const others = (await WITHDRAW.run(this.redis, ownersKey(this.prefix, queue, id), scope)) as number;
-    if (others > 0) {
+    if (others > 0 && this.listing) {
       const tags = await this.redis.hget(jobTagsKey(this.prefix, queue, id), scope);
       const keys = [listingKey(this.prefix, queue, scope), ...(tags ? tags.split(',').map((tag) => listingKey(this.prefix, queue, scope, tag)) : [])];
       await Promise.all([...keys.map((key) => this.redis.zrem(key, id)), this.redis.hdel(jobTagsKey(this.prefix, queue, id), scope)]);
@@ -173,7 +183,7 @@ export class JobOwners {
   async finished(queue: string, id: string, seconds: number): Promise<void> {
     await Promise.all([
       ...(this.enabled ? [this.redis.expire(ownersKey(this.prefix, queue, id), seconds + SWEEP_GRACE_SECONDS)] : []),
-      listUntil(this.redis, this.prefix, queue, id, Date.now() + seconds * 1000),
+      ...(this.listing ? [listUntil(this.redis, this.prefix, queue, id, Date.now() + seconds * 1000)] : []),
     ]);
   }
 }

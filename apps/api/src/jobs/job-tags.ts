@@ -12,9 +12,12 @@ export const TAG = /^[A-Za-z0-9][A-Za-z0-9_.:/-]*$/;
  * undefined without the header; a 400 problem for more than MAX_TAGS, a tag longer than
  * MAX_TAG_LENGTH, one with other characters, or an empty one. why so strict: a tag names a Redis key
  * (its index) and goes back in URLs (`?tag=`), so it is kept to what needs no escaping anywhere.
+ * With `listing` false (JOB_LISTING=off) any tag is a 400: tags live in the listing index, and
+ * dropped in silence a client would look for them in vain.
  */
-export function parseJobTags(header: string | string[] | undefined): string[] | undefined {
+export function parseJobTags(header: string | string[] | undefined, listing = true): string[] | undefined {
   if (header === undefined) return undefined;
+  if (!listing) throw new ApiError('INVALID_HEADER', 'Job-Tags: this service keeps no job listing (JOB_LISTING=off), so no tags; submit without Job-Tags');
   const text = Array.isArray(header) ? header.join(',') : header;
   const tags = [...new Set(text.split(',').map((tag) => tag.trim()))];
   if (tags.length > MAX_TAGS) throw invalid(`at most ${MAX_TAGS} tags, got ${tags.length}`);

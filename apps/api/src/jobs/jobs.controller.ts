@@ -72,7 +72,7 @@ export class JobsController {
     const { callbacks, idempotency } = this.hooks;
     const callback = callbacks.accept(headers['callback-url'] as string | undefined, scope);
     const timing = new ServerTiming();
-    const tags = parseJobTags(headers['job-tags']);
+    const tags = parseJobTags(headers['job-tags'], this.config.jobListing !== 'off');
     const { body, files } = await this.bodyOf(type, req);
     const submitted = await this.jobs.submit(type, body, {
       scope,

@@ -56,8 +56,10 @@ export class ListingController {
   })
   @ListingFilters()
   @ApiResponse({ status: 200, description: 'A page.', content: PAGE })
-  @ApiProblems('INVALID_QUERY', 'QUEUE_UNAVAILABLE')
+  @ApiProblems('INVALID_QUERY', 'LISTING_DISABLED', 'QUEUE_UNAVAILABLE')
   mine(@Query() query: Record<string, unknown>, @Req() req: FastifyRequest): Promise<ListingPage> {
+    // why before the query: with the listing off, no query is valid.
+    this.listing.checkEnabled();
     return this.listing.list(parseListingQuery(query, callerOf(req.raw).scope));
   }
 
@@ -66,8 +68,9 @@ export class ListingController {
   @ListingFilters()
   @ApiQuery({ name: 'caller', required: false, description: 'The name of an API key (`API_KEYS`): only its jobs.', schema: { type: 'string', pattern: KEY_NAME.source } })
   @ApiResponse({ status: 200, description: 'A page.', content: PAGE })
-  @ApiProblems('INVALID_QUERY', 'QUEUE_UNAVAILABLE')
+  @ApiProblems('INVALID_QUERY', 'LISTING_DISABLED', 'QUEUE_UNAVAILABLE')
   any(@Query() query: Record<string, unknown>): Promise<ListingPage> {
+    this.listing.checkEnabled();
     const caller = query.caller;
     if (caller !== undefined && (typeof caller !== 'string' || !KEY_NAME.test(caller))) throw new ApiError('INVALID_QUERY', 'caller: the name of an API key');
     return this.listing.list(parseListingQuery(query, caller === undefined ? undefined : keyScope(caller)));

@@ -173,12 +173,13 @@ export class JobProcessor implements OnApplicationBootstrap {
    * the job for JOB_RETENTION_SECONDS, its cached result for the type's TTL; the listing forgets the
    * job then (libs/queue/src/job-index.ts), and the owners stay SWEEP_GRACE_SECONDS longer for it.
    * why here and unawaited: sent on the connection that finishes the job, they are applied before
-   * the job is; a missing set (no API keys) costs one no-op command. A fan-out chunk is nobody's: not listed.
+   * the job is; a missing set (no API keys) costs one no-op command. A fan-out chunk is nobody's: not
+   * listed; with JOB_LISTING=off no job is.
    */
   private ownersOutlive(job: QueueJob, seconds: number): void {
     const prefix = this.config.redisPrefix;
     void this.redis.expire(ownersKey(prefix, job.queueName, job.id!), seconds + SWEEP_GRACE_SECONDS).catch(() => undefined);
-    if (job.data.parent === undefined) void listUntil(this.redis, prefix, job.queueName, job.id!, Date.now() + seconds * 1000).catch(() => undefined);
+    if (job.data.parent === undefined && this.config.jobListing !== 'off') void listUntil(this.redis, prefix, job.queueName, job.id!, Date.now() + seconds * 1000).catch(() => undefined);
   }
 
   /**
