@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Queue } from 'bullmq';
 import IORedis from 'ioredis';
-import { deadLettersKey, type JobData, queuePrefix } from '@app/queue';
+import { bullKey, DEAD_LETTER_PAGE, deadLetterClaimsKey, deadLetterKey, deadLettersKey, type JobData, keepDeadLetter, ownersKey, queuePrefix } from '@app/queue';
 import { AppProcess, startAll, startApp, stackEnv } from './support/apps';
 import { getJob, request, submit } from './support/http';
 import { waitFor } from './support/wait';
@@ -155,6 +155,62 @@ describe('dead letters: jobs that failed for good, kept, listed and replayed onc
     const metrics = await request(`${api.url}/metrics`);
     expect(metrics.body).toMatch(new RegExp(`^nest_offload_dead_letters_replayed_total\\{type="chaos"\\} ${matched}$`, 'm'));
   }, 90_000);
+
+  it('puts back a dead letter a replay claimed and never submitted (its API died) once the claim lapses; it is then replayed once', async () => {
+    const prefix = env.REDIS_PREFIX!;
+    const id = await failing(`${run}-lapse`, ALICE);
+    // why wait: the worker keeps the dead letter as BullMQ records the failure, beside the answer.
+    await waitFor(async () => (await redis.zscore(deadLettersKey(prefix, 'default'), id)) !== null, { what: 'the dead letter kept' });
+    const failedAt = Number(await redis.zscore(deadLettersKey(prefix, 'default'), id));
+    // The claim a replay makes, with a deadline a second away, as the script leaves it for a replica
+    // killed before its submission (nothing else of the replay happens).
+    const claimed = (await DEAD_LETTER_PAGE.run(redis as never, deadLettersKey(prefix, 'default'), deadLetterClaimsKey(prefix, 'default'), failedAt, '', failedAt, 1000, '', '', deadLetterKey(prefix, 'default', ''), '1', 1000, Date.now(), 3600, Date.now() + 1000)) as unknown[];
+    expect(claimed.slice(2).map((entry) => (entry as string[])[0])).toContain(id);
+    const filter = { since: new Date(failedAt).toISOString(), until: new Date(failedAt).toISOString() };
+    const listed = async () => (await admin(`/admin/dead-letters?since=${filter.since}&until=${filter.until}`)).body.items.map((item: { id: string }) => item.id) as string[];
+    expect(await listed()).not.toContain(id);
+
+    // Not lost: once the claim lapses, a replica's sweep makes it a dead letter again.
+    await waitFor(async () => (await listed()).includes(id), { timeoutMs: 20_000, intervalMs: 500, what: 'the lapsed claim put back' });
+    expect(api.logs.some((line) => String(line.msg).includes('claimed by a replay that did not finish'))).toBe(true);
+    expect(await redis.zscore(deadLetterClaimsKey(prefix, 'default'), id)).toBeNull();
+    const replay = await admin('/admin/dead-letters/replay', { method: 'POST', json: { ...filter, type: 'chaos' } });
+    expect(replay.body).toMatchObject({ replayed: 1, originals: [id] });
+    // Its claim went with the submission: nothing brings it back, and a second replay runs none.
+    expect(await redis.zscore(deadLetterClaimsKey(prefix, 'default'), id)).toBeNull();
+    expect((await admin('/admin/dead-letters/replay', { method: 'POST', json: { ...filter, type: 'chaos' } })).body).toMatchObject({ replayed: 0, originals: [] });
+    // why wait: its replay fails again, a new dead letter the next test's filter must not meet.
+    await waitFor(async () => (await getJob(api.url, replay.body.jobs[0], as(ALICE))).body.status === 'failed', { timeoutMs: 20_000, what: 'the replayed job failed again' });
+  }, 60_000);
+
+  it('answers a replay whose submission fails mid-way with what it replayed and what it did not; those stay dead letters, and the audit line names both', async () => {
+    const prefix = env.REDIS_PREFIX!;
+    const since = new Date().toISOString();
+    // Two groups: Alice's job of the default queue, and Bob's of the heavy one (written as a worker
+    // keeps a dead letter: the test types of that queue do not fail), replayed in that order.
+    const first = await failing(`${run}-partial`, ALICE);
+    await waitFor(async () => (await redis.zscore(deadLettersKey(prefix, 'default'), first)) !== null, { what: 'the dead letter kept' });
+    const second = `${run}-partial-heavy`;
+    await redis.sadd(ownersKey(prefix, 'heavy', second), 'key:bob');
+    const now = Date.now();
+    expect(await keepDeadLetter(redis as never, prefix, { id: second, name: 'spin', queueName: 'heavy', data: { inputJson: '{"ms":0}', version: 1, key: 'k' }, attemptsMade: 1, timestamp: now - 10, finishedOn: now, failedReason: 'JOB_FAILED: on purpose' }, 3600)).toBe(true);
+    const filter = { code: 'JOB_FAILED', since, until: new Date(now).toISOString() };
+    // A Redis error on the second submission: BullMQ's add increments the queue's id key first.
+    const idKey = bullKey(prefix, 'heavy', 'id');
+    await redis.set(idKey, 'not-a-number');
+    const partial = await admin('/admin/dead-letters/replay', { method: 'POST', json: filter }).finally(() => redis.del(idKey));
+    expect(partial.status).toBe(200);
+    expect(partial.body).toMatchObject({ replayed: 1, originals: [first], jobs: [expect.any(String)], skipped: [{ id: second, code: 'QUEUE_UNAVAILABLE' }] });
+    const audit = api.logs.filter((line) => line.audit === 'dead-letters.replay').at(-1)!;
+    expect(audit).toMatchObject({ replayed: 1, jobs: [[first, partial.body.jobs[0]]], skipped: [[second, 'QUEUE_UNAVAILABLE']] });
+    // The one not replayed is a dead letter still, not a claim, and replays once now.
+    expect((await admin('/admin/dead-letters?type=spin')).body.items.map((item: { id: string }) => item.id)).toContain(second);
+    expect(await redis.zscore(deadLetterClaimsKey(prefix, 'heavy'), second)).toBeNull();
+    const rest = await admin('/admin/dead-letters/replay', { method: 'POST', json: filter });
+    expect(rest.body).toMatchObject({ replayed: 1, originals: [second], skipped: [] });
+    expect((await getJob(api.url, rest.body.jobs[0], as(BOB))).status).toBe(200);
+    expect((await admin('/admin/dead-letters/replay', { method: 'POST', json: filter })).body).toMatchObject({ replayed: 0, originals: [], skipped: [] });
+  }, 60_000);
 
   it('keeps no cancelled job as a dead letter', async () => {
     const before = await redis.zcard(deadLettersKey(env.REDIS_PREFIX!, 'default'));

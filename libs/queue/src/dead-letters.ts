@@ -15,10 +15,21 @@ import { deadLetterKey, deadLettersKey, jobTagsKey, ownersKey } from './queue.ke
  * - `deadLetterKey(id)`: a hash of its type, version, input, files, error, attempts, times, its owners
  *   and their tags (`tags:<scope>`), living DEAD_LETTER_RETENTION_SECONDS, whatever JOB_RETENTION_SECONDS says.
  *
- * A replay claims entries by removing them from the index (DEAD_LETTER_PAGE with claim, atomic), so
- * two replays never take the same one; the hash stays, naming the new job (`replayedAs`), until it expires.
+ * A replay claims entries by moving them from the index to `deadLetterClaimsKey` with a deadline
+ * (DEAD_LETTER_PAGE with claim, atomic), so two replays never take the same one; the submission of
+ * one removes its claim and names the new job in the hash (`replayedAs`), which stays until it
+ * expires. A claim whose replay died before that (the API killed between the claim and the submit)
+ * lapses, and any API replica's sweep puts the entry back in the index (RETURN_LAPSED_CLAIMS): a
+ * claimed dead letter is never lost, and one with `replayedAs` is never taken again.
  * The index is trimmed of what expired on every write and read: it is never scanned whole.
  */
+
+/**
+ * How long a replay's claim holds (renewed before each submission): past it, the entry goes back
+ * to the dead letters. why a minute: one submission (up to 1,000 jobs) takes well under a second,
+ * and an entry a dead replica claimed is replayable again soon after.
+ */
+export const CLAIM_MS = 60_000;
 
 /** The failure codes a dead letter is kept for: every final failure but a cancel and an expiry. */
 export const KEPT_CODES: ReadonlySet<JobFailureCode> = new Set<JobFailureCode>(['JOB_FAILED', 'JOB_CRASHED', 'JOB_OUT_OF_MEMORY', 'JOB_TIMEOUT', 'JOB_REJECTED', 'JOB_CHILD_FAILED', 'JOB_LOST']);
@@ -151,13 +162,14 @@ export interface DeadLetterPage {
 }
 
 /**
- * KEYS: the index. ARGV: the highest score (a cursor's, or `until`), the id at that score to go on
- * after ('' for none), the lowest score (`since`), how many, the type ('' any), the code ('' any),
- * the entry key prefix (deadLetterKey(prefix, queue, '')), '1' to claim, how many entries to look
- * at at most, now (epoch ms), the retention (s). Walks the index newest first (ties: the larger id
- * first), strictly after the cursor, and returns the stop position (score and id; '' for the end)
- * followed by `{id, score, fields}` of each matching entry; with claim, each is removed from the
- * index in the same step (a replay's: nobody else can take it). Entries past retention leave the index.
+ * KEYS: the index, the claims. ARGV: the highest score (a cursor's, or `until`), the id at that
+ * score to go on after ('' for none), the lowest score (`since`), how many, the type ('' any), the
+ * code ('' any), the entry key prefix (deadLetterKey(prefix, queue, '')), '1' to claim, how many
+ * entries to look at at most, now (epoch ms), the retention (s), when a claim lapses (epoch ms).
+ * Walks the index newest first (ties: the larger id first), strictly after the cursor, and returns
+ * the stop position (score and id; '' for the end) followed by `{id, score, fields}` of each
+ * matching entry; with claim, each moves from the index to the claims in the same step (a replay's:
+ * nobody else can take it). Entries past retention, and any already replayed, leave the index.
  */
 export const DEAD_LETTER_PAGE = new LuaScript(`
 local max, last, min, count = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
@@ -174,13 +186,14 @@ while true do
     if last == '' or tonumber(score) < maxn or id < last then
       seen = seen + 1
       local key = ARGV[7] .. id
-      local head = redis.call('HMGET', key, 'type', 'code')
-      if not head[1] then
+      local head = redis.call('HMGET', key, 'type', 'code', 'replayedAs')
+      if not head[1] or head[3] then
         redis.call('ZREM', KEYS[1], id)
         removed = removed + 1
       elseif (ARGV[5] == '' or head[1] == ARGV[5]) and (ARGV[6] == '' or head[2] == ARGV[6]) then
         if ARGV[8] == '1' then
           redis.call('ZREM', KEYS[1], id)
+          redis.call('ZADD', KEYS[2], tonumber(ARGV[12]), id)
           removed = removed + 1
         end
         out[#out + 1] = { id, score, redis.call('HGETALL', key) }
@@ -196,4 +209,23 @@ while true do
   if #batch < 200 then return out end
   offset = offset + 100 - removed
 end
-`, 1);
+`, 2);
+
+/**
+ * KEYS: the index, the claims. ARGV: now (epoch ms), the entry key prefix, how many at most. Puts
+ * the claimed entries whose claim has lapsed back in the index (by when each failed), unless their
+ * replay named its job meanwhile or the entry expired; returns how many went back.
+ */
+export const RETURN_LAPSED_CLAIMS = new LuaScript(`
+local ids = redis.call('ZRANGE', KEYS[2], '-inf', ARGV[1], 'BYSCORE', 'LIMIT', 0, tonumber(ARGV[3]))
+local back = 0
+for _, id in ipairs(ids) do
+  local head = redis.call('HMGET', ARGV[2] .. id, 'failedAt', 'replayedAs')
+  if head[1] and not head[2] then
+    redis.call('ZADD', KEYS[1], tonumber(head[1]), id)
+    back = back + 1
+  end
+end
+if #ids > 0 then redis.call('ZREM', KEYS[2], unpack(ids)) end
+return back
+`, 2);

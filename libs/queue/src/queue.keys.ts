@@ -129,6 +129,14 @@ export function deadLettersKey(prefix: string, queue: string): string {
   return `${queuePrefix(prefix, queue)}:dead-letters`;
 }
 
+/**
+ * The dead letters of `queue` a replay has claimed and not yet submitted (see dead-letters.ts): a
+ * sorted set, member the job id, score when the claim lapses (epoch ms). In the queue's hash slot.
+ */
+export function deadLetterClaimsKey(prefix: string, queue: string): string {
+  return `${queuePrefix(prefix, queue)}:dead-letter-claims`;
+}
+
 /** The dead letter of job `jobId` of `queue`: a hash of what a replay needs (see dead-letters.ts). */
 export function deadLetterKey(prefix: string, queue: string, jobId: string): string {
   return `${queuePrefix(prefix, queue)}:dead-letter:${jobId}`;

@@ -97,7 +97,7 @@ export class DeadLettersController {
             originals: { type: 'array', items: { type: 'string' }, description: 'The dead letters replayed; with `dryRun`, those that would be.' },
             skipped: {
               type: 'array',
-              description: 'Matched but left as dead letters: their type is gone, their input no longer valid, the backlog full.',
+              description: 'Matched but left as dead letters: their type is gone, their input no longer valid, the backlog full; or their submission failed (e.g. Redis away), after which the rest were not tried (`QUEUE_UNAVAILABLE`).',
               items: { type: 'object', required: ['id', 'code', 'detail'], properties: { id: { type: 'string' }, code: { type: 'string' }, detail: { type: 'string' } } },
             },
             dryRun: { type: 'boolean' },

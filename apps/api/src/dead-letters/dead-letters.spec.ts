@@ -1,4 +1,4 @@
-import type { DeadLetter } from '@app/queue';
+import { type DeadLetter, deadLetterClaimsKey, deadLettersKey } from '@app/queue';
 import { DeadLetters } from './dead-letters';
 
 jest.mock('../jobs/job-input', () => ({ prepareJob: (def: unknown, input: unknown) => ({ def, inputJson: JSON.stringify(input), key: 'k' }) }));
@@ -19,8 +19,8 @@ const letter = (id: string, owner: string): DeadLetter => ({
 });
 
 describe('dead letter replay', () => {
-  it('puts back every claimed dead letter when a submission fails, those of the groups after it too', async () => {
-    const redis = { zadd: jest.fn(async () => 1), hset: jest.fn(async () => 1) };
+  it('answers a submission that fails with what it did not replay, and puts back every claimed dead letter, those of the groups after it too', async () => {
+    const redis = { zadd: jest.fn(async () => 1), zrem: jest.fn(async () => 1), hset: jest.fn(async () => 1) };
     const pipeline = { accept: jest.fn(async () => Promise.reject(new Error('redis down'))) };
     const logger = { child: () => ({ info: jest.fn(), warn: jest.fn() }) };
     const dead = new DeadLetters(
@@ -32,11 +32,16 @@ describe('dead letter replay', () => {
       { redisPrefix: 'p', deadLetterRetentionSeconds: 100 } as never,
       logger as never,
     );
-    // Two owners: two groups, two submissions; the page script has claimed (removed) all three.
+    // Two owners: two groups, two submissions; the page script has claimed all three.
     const claimed = [letter('1', 'key:a'), letter('2', 'key:b'), letter('3', 'key:b')];
     (dead as unknown as { page: () => Promise<unknown> }).page = async () => ({ letters: claimed });
-    await expect(dead.replay({ limit: 10, dryRun: false }, 'ops')).rejects.toThrow('redis down');
-    const putBack = redis.zadd.mock.calls.map((call: unknown[]) => call[2]).sort();
+    const answer = await dead.replay({ limit: 10, dryRun: false }, 'ops');
+    expect(answer).toMatchObject({ replayed: 0, jobs: [], originals: [] });
+    expect(answer.skipped.map(({ id, code }) => [id, code])).toEqual([['1', 'QUEUE_UNAVAILABLE'], ['2', 'QUEUE_UNAVAILABLE'], ['3', 'QUEUE_UNAVAILABLE']]);
+    // Back in the index (by when each failed), out of the claims; the first submission's failure stopped the replay.
+    const putBack = redis.zadd.mock.calls.filter((call: unknown[]) => call[0] === deadLettersKey('p', 'q')).map((call: unknown[]) => call[2]).sort();
     expect(putBack).toEqual(['1', '2', '3']);
+    expect(redis.zrem.mock.calls.map((call: unknown[]) => [call[0], call[1]]).sort()).toEqual(['1', '2', '3'].map((id) => [deadLetterClaimsKey('p', 'q'), id]));
+    expect(pipeline.accept).toHaveBeenCalledTimes(1);
   });
 });

@@ -1,9 +1,9 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import type { FileRef } from '@app/blobs';
 import { CONFIG, type Config } from '@app/config';
 import { JobRegistry } from '@app/jobs';
 import { type Logger, LOGGER } from '@app/logging';
-import { DEAD_LETTER_PAGE, type DeadLetter, deadLetterKey, deadLetterOf, deadLettersKey, type DeadLetterPage } from '@app/queue';
+import { CLAIM_MS, DEAD_LETTER_PAGE, type DeadLetter, deadLetterClaimsKey, deadLetterKey, deadLetterOf, deadLettersKey, type DeadLetterPage, RETURN_LAPSED_CLAIMS } from '@app/queue';
 import type { RedisClient } from '@app/redis';
 import { ApiError } from '../http/api-error';
 import type { ArchivedJob, JobArchive } from '../jobs/job-archive';
@@ -51,13 +51,19 @@ export interface ReplayAnswer {
   jobs: string[];
   /** The dead letters replayed (or, with dryRun, that would be). */
   originals: string[];
-  /** Those that matched but stay dead letters: their job type is gone, their input no longer valid, the backlog full. */
+  /**
+   * Those that matched but stay dead letters: their job type is gone, their input no longer valid,
+   * the backlog full; or their submission failed (Redis away mid-way), and so the rest's was not tried.
+   */
   skipped: SkippedReplay[];
   dryRun: boolean;
 }
 
 /** Entries one queue's walk looks at, at most, per script call (see DEAD_LETTER_PAGE). */
 const SCAN_BUDGET = 1000;
+/** How often every replica puts the dead letters of lapsed claims back (see RETURN_LAPSED_CLAIMS), and how many per queue and call. */
+const RETURN_EVERY_MS = 5000;
+const RETURN_BATCH = 1000;
 
 const compare = (a: ListCursor, b: ListCursor) => a.score - b.score || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
 
@@ -67,9 +73,11 @@ const compare = (a: ListCursor, b: ListCursor) => a.score - b.score || (a.id < b
  * and read as an archive by GET /v1/jobs/{id} once BullMQ has dropped the job (JobArchive).
  */
 @Injectable()
-export class DeadLetters implements JobArchive {
+export class DeadLetters implements JobArchive, OnApplicationBootstrap, OnApplicationShutdown {
   private readonly prefix: string;
   private readonly logger: Logger;
+  private timer?: NodeJS.Timeout;
+  private returning = Promise.resolve();
 
   constructor(
     private readonly registry: JobRegistry,
@@ -82,6 +90,32 @@ export class DeadLetters implements JobArchive {
   ) {
     this.prefix = config.redisPrefix;
     this.logger = logger.child({ context: DeadLetters.name });
+  }
+
+  onApplicationBootstrap(): void {
+    this.timer = setInterval(() => (this.returning = this.returning.then(() => this.returnLapsed())), RETURN_EVERY_MS);
+    this.timer.unref();
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    clearInterval(this.timer);
+    await this.returning;
+  }
+
+  /**
+   * Puts back the dead letters whose replay claimed them and never submitted them (its API replica
+   * died in between): their claim has lapsed (CLAIM_MS), so no replay is still at work on them.
+   */
+  private async returnLapsed(): Promise<void> {
+    if (this.redis.status !== 'ready') return;
+    try {
+      for (const queue of this.registry.queues()) {
+        const back = (await RETURN_LAPSED_CLAIMS.run(this.redis, deadLettersKey(this.prefix, queue), deadLetterClaimsKey(this.prefix, queue), Date.now(), deadLetterKey(this.prefix, queue, ''), RETURN_BATCH)) as number;
+        if (back > 0) this.logger.warn({ queue, returned: back }, `dead letters: ${back} claimed by a replay that did not finish are dead letters again`);
+      }
+    } catch (error) {
+      this.logger.warn({ err: error }, 'dead letters: could not return the lapsed claims of replays; retrying');
+    }
   }
 
   /** Job `id` as its dead letter keeps it: a failed view naming its replay, and its owners. */
@@ -127,10 +161,13 @@ export class DeadLetters implements JobArchive {
 
   /**
    * Replays up to `limit` dead letters the filter takes as new jobs (dryRun: names them, changes
-   * nothing). Each is claimed first, atomically (removed from its queue's index), so a concurrent or
-   * later replay never takes it again; it then goes through the submit pipeline as its first owner's
-   * submission (its tags too), its other owners are added, and its hash names the new job
-   * (`replayedAs`, what GET /v1/jobs/{old id} shows). One that cannot be submitted goes back.
+   * nothing). Each is claimed first, atomically (moved from its queue's index to its claims, for
+   * CLAIM_MS), so a concurrent or later replay never takes it again; it then goes through the submit
+   * pipeline as its first owner's submission (its tags too), its other owners are added, and its
+   * hash names the new job (`replayedAs`, what GET /v1/jobs/{old id} shows) as its claim goes. One
+   * that cannot be submitted goes back. A submission that fails (Redis away) ends the replay: that
+   * group and those after it go back, are answered in `skipped`, and the answer still names what
+   * was replayed before; what could not even go back returns when its claim lapses.
    */
   async replay(request: ReplayRequest, admin: string | undefined, requestId?: string): Promise<ReplayAnswer> {
     const letters: DeadLetter[] = [];
@@ -149,35 +186,67 @@ export class DeadLetters implements JobArchive {
     } else {
       const claimed = groups(letters);
       for (const [i, group] of claimed.entries()) {
-        await this.resubmit(group, answer, requestId).catch(async (error: unknown) => {
-          // why: the groups after the one that failed are claimed (out of the index) too; left so,
-          // they could be neither listed nor replayed again.
-          await Promise.all(claimed.slice(i + 1).flat().map((letter) => this.redis.zadd(deadLettersKey(this.prefix, letter.queue), letter.failedAt, letter.id)));
-          throw error;
-        });
+        const failed = await this.resubmit(group, answer, requestId).then(
+          () => undefined,
+          (error: unknown) => error,
+        );
+        if (failed === undefined) continue;
+        // why stop: the next submission would most likely meet the same Redis. This group's letters
+        // not yet answered, and the groups after it (claimed too, untried), go back.
+        const answered = new Set([...answer.originals, ...answer.skipped.map(({ id }) => id)]);
+        const rest = claimed.slice(i).flat().filter((letter) => !answered.has(letter.id));
+        await this.putBack(rest, answer, failed instanceof ApiError ? failed.code : 'QUEUE_UNAVAILABLE', `The replay stopped at a submission that failed: ${String(failed)}`);
+        this.logger.warn({ err: failed, replayed: answer.replayed, skipped: answer.skipped.length }, 'dead letters: a replay stopped at a submission that failed; the rest stay dead letters');
+        break;
       }
     }
     const { dryRun: _dryRun, limit: _limit, ...filter } = request;
     this.logger.info(
-      { audit: 'dead-letters.replay', admin: admin ?? null, filter: { ...filter, since: iso(filter.since), until: iso(filter.until) }, dryRun: request.dryRun, replayed: answer.replayed, skipped: answer.skipped.length, jobs: answer.originals.map((id, i) => [id, answer.jobs[i] ?? null]) },
-      request.dryRun ? `dead letters: a dry run of a replay found ${answer.originals.length}` : `dead letters: replayed ${answer.replayed}, by ${admin ?? 'an open API'}`,
+      {
+        audit: 'dead-letters.replay',
+        admin: admin ?? null,
+        filter: { ...filter, since: iso(filter.since), until: iso(filter.until) },
+        dryRun: request.dryRun,
+        replayed: answer.replayed,
+        jobs: answer.originals.map((id, i) => [id, answer.jobs[i] ?? null]),
+        skipped: answer.skipped.map(({ id, code }) => [id, code]),
+      },
+      request.dryRun
+        ? `dead letters: a dry run of a replay found ${answer.originals.length}`
+        : `dead letters: replayed ${answer.replayed}${answer.skipped.length > 0 ? `, not ${answer.skipped.length}` : ''}, by ${admin ?? 'an open API'}`,
     );
     return answer;
   }
 
-  /** Submits `group` (dead letters of one type, first owner and tags) as new jobs; what fails goes back to the index. */
+  /**
+   * Puts `letters`, claimed by this replay, back in their queues' dead letters and answers them in
+   * `skipped` with `code`. why not thrown on a Redis error: the claims lapse and the sweep puts them back.
+   */
+  private async putBack(letters: readonly DeadLetter[], answer: ReplayAnswer, code: string, detail: string): Promise<void> {
+    answer.skipped.push(...letters.map((letter) => ({ id: letter.id, code, detail })));
+    await Promise.all(
+      letters.map((letter) =>
+        Promise.all([this.redis.zadd(deadLettersKey(this.prefix, letter.queue), letter.failedAt, letter.id), this.redis.zrem(deadLetterClaimsKey(this.prefix, letter.queue), letter.id)]),
+      ),
+    ).catch((error: unknown) => this.logger.warn({ err: error, ids: letters.map((letter) => letter.id) }, 'dead letters: could not put back what a replay did not submit; its claims lapse'));
+  }
+
+  /**
+   * Submits `group` (dead letters of one type, first owner and tags) as new jobs; what is refused
+   * goes back to the index. Rejects when its submission fails, leaving the rest to `replay`.
+   */
   private async resubmit(group: DeadLetter[], answer: ReplayAnswer, requestId?: string): Promise<void> {
     const [first] = group;
     const def = this.registry.get(first.type);
     const scope = first.owners[0] ?? ANONYMOUS.scope;
-    const putBack = (letter: DeadLetter, code: string, detail: string) => {
-      answer.skipped.push({ id: letter.id, code, detail });
-      return this.redis.zadd(deadLettersKey(this.prefix, letter.queue), letter.failedAt, letter.id);
-    };
+    const putBack = (letter: DeadLetter, code: string, detail: string) => this.putBack([letter], answer, code, detail);
     if (!def) {
       await Promise.all(group.map((letter) => putBack(letter, 'UNKNOWN_JOB_TYPE', `No job type named "${letter.type}" any more`)));
       return;
     }
+    // why renewed: the groups before this one took time; its claims must hold through its submission.
+    const until = Date.now() + CLAIM_MS;
+    await this.redis.zadd(deadLetterClaimsKey(this.prefix, first.queue), 'XX', ...group.flatMap((letter) => [until, letter.id]));
     const prepared: Array<{ letter: DeadLetter; job: PreparedJob }> = [];
     for (const letter of group) {
       try {
@@ -189,12 +258,7 @@ export class DeadLetters implements JobArchive {
     }
     if (prepared.length === 0) return;
     const tags = first.tags[this.owners.listed(scope)]?.split(',') ?? [];
-    const outcomes = await this.pipeline
-      .accept(def, prepared.map(({ job }) => job), { scope, submission: { requestId, tags }, wait: false })
-      .catch(async (error: unknown) => {
-        await Promise.all(prepared.map(({ letter }) => putBack(letter, 'QUEUE_UNAVAILABLE', String(error))));
-        throw error;
-      });
+    const outcomes = await this.pipeline.accept(def, prepared.map(({ job }) => job), { scope, submission: { requestId, tags }, wait: false });
     const now = Date.now();
     const writes: Array<Promise<unknown>> = [];
     outcomes.forEach((outcome, i) => {
@@ -210,7 +274,8 @@ export class DeadLetters implements JobArchive {
       this.metrics.replayed(def.name);
       // Its other owners follow the new job too, with the tags each gave the old one.
       for (const other of letter.owners.slice(1)) writes.push(this.owners.add(def.queue, [id], other, [], letter.tags[other]?.split(',') ?? []));
-      writes.push(this.redis.hset(deadLetterKey(this.prefix, letter.queue, letter.id), 'replayedAs', id, 'replayedAt', String(now)));
+      // why the name before the claim goes: a claim that lapsed meanwhile must not bring it back (RETURN_LAPSED_CLAIMS).
+      writes.push(this.redis.hset(deadLetterKey(this.prefix, letter.queue, letter.id), 'replayedAs', id, 'replayedAt', String(now)).then(() => this.redis.zrem(deadLetterClaimsKey(this.prefix, letter.queue), letter.id)));
     });
     await Promise.all(writes);
   }
@@ -223,11 +288,12 @@ export class DeadLetters implements JobArchive {
     return [def.queue];
   }
 
-  /** One walk of `queue`'s dead letters after `cursor` (see DEAD_LETTER_PAGE); `claim` removes what it returns from the index. */
+  /** One walk of `queue`'s dead letters after `cursor` (see DEAD_LETTER_PAGE); `claim` moves what it returns to the claims. */
   private async page(queue: string, filter: DeadLetterFilter, cursor: ListCursor | undefined, count: number, claim: boolean): Promise<DeadLetterPage> {
     const reply = (await DEAD_LETTER_PAGE.run(
       this.redis,
       deadLettersKey(this.prefix, queue),
+      deadLetterClaimsKey(this.prefix, queue),
       cursor ? cursor.score : (filter.until ?? '+inf'),
       cursor ? cursor.id : '',
       filter.since ?? '-inf',
@@ -239,6 +305,7 @@ export class DeadLetters implements JobArchive {
       SCAN_BUDGET,
       Date.now(),
       this.config.deadLetterRetentionSeconds,
+      Date.now() + CLAIM_MS,
     )) as [string, string, ...Array<[string, string, string[]]>];
     const [stopScore, stopId, ...found] = reply;
     const letters = found.flatMap(([id, , pairs]) => {
