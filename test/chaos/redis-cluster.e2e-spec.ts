@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { bullKey, callerShares } from '@app/queue';
 import { distinctEcho, SubmitLoad } from '../support/failover';
 import { FailoverStack } from '../support/failover-stack';
@@ -11,8 +12,9 @@ import { waitFor } from '../support/wait';
  * fan-out jobs. Its replica takes over; the apps follow the new slot map with no restart, and the
  * other shards keep serving meanwhile. Single flight, cancel markers and channel, rate limits,
  * the job notices, flows, the job store, the cache and fair share (each API key's share in its
- * queue's slot) all work across shards. The API with
- * REDIS_MIN_REPLICAS_ACK=1 loses no accepted job; the one without shows what a failover can lose.
+ * queue's slot) all work across shards, and so do dead letters (kept, listed and replayed once,
+ * in their queue's slot). The API with REDIS_MIN_REPLICAS_ACK=1 loses no accepted job; the one
+ * without shows what a failover can lose.
  */
 describe('Redis Cluster: the primary of the default queue fails over under load', () => {
   let cluster: RedisClusterSet | undefined;
@@ -27,7 +29,9 @@ describe('Redis Cluster: the primary of the default queue fails over under load'
 
   it('follows the failover, keeps the other shards serving, and loses no job accepted with REDIS_MIN_REPLICAS_ACK=1', async () => {
     cluster = await RedisClusterSet.start();
-    const env = FailoverStack.env('Cluster', { REDIS_CLUSTER_NODES: cluster.seedsEnv, REDIS_PASSWORD: cluster.password });
+    const adminKey = randomBytes(32).toString('hex');
+    const env = FailoverStack.env('Cluster', { REDIS_CLUSTER_NODES: cluster.seedsEnv, REDIS_PASSWORD: cluster.password, ADMIN_API_KEYS: `ops=${adminKey}` });
+    const admin = { 'x-api-key': adminKey };
     const prefix = env.REDIS_PREFIX!;
     const defaultKey = bullKey(prefix, 'default', 'wait');
     const heavyKey = bullKey(prefix, 'heavy', 'wait');
@@ -45,7 +49,11 @@ describe('Redis Cluster: the primary of the default queue fails over under load'
     // Single flight across replicas and shards: identical submissions to both APIs join one job
     // (one that runs long enough for all four to arrive while it is queued or running).
     const same = { mode: 'spin', ms: 1500, tag: `cluster-join-${Date.now()}` };
-    const joined = await Promise.all((['durable', 'plain', 'durable', 'plain'] as const).map((name) => submit(stack![name].url, 'chaos', same, { headers: FailoverStack.as(name) })));
+    // Meanwhile a job that fails for good (2 attempts), kept as a dead letter before the fault.
+    const [failedForGood, ...joined] = await Promise.all([
+      submit(durable.url, 'chaos', { mode: 'throw', tag: `cluster-dead-${Date.now()}` }, { wait: 20, headers: FailoverStack.as('durable') }),
+      ...(['durable', 'plain', 'durable', 'plain'] as const).map((name) => submit(stack![name].url, 'chaos', same, { headers: FailoverStack.as(name) })),
+    ]);
 
     const load = stack.load(5);
     running = load;
@@ -93,6 +101,12 @@ describe('Redis Cluster: the primary of the default queue fails over under load'
     const listed = async (query: string) => ((await request(`${durable.url}/v1/jobs?${query}`, { headers: FailoverStack.as('durable') })).body as { items: Array<{ id: string }> }).items.map((item) => item.id);
     const [spins, chaos, tagged] = await Promise.all([listed('type=spin&limit=100'), listed('type=chaos&limit=100'), listed('tag=cluster-heavy')]);
 
+    // Dead letters live in their queue's slot too: the one kept before the fault is listed and replayed once.
+    const letters = (await request(`${plain.url}/admin/dead-letters?type=chaos&code=JOB_FAILED`, { headers: admin })).body as { items: Array<{ id: string }> };
+    const replayFilter = { type: 'chaos', code: 'JOB_FAILED', until: new Date().toISOString() };
+    const replays: Array<{ replayed: number; originals: string[] }> = [];
+    for (let i = 0; i < 2; i++) replays.push((await request(`${durable.url}/admin/dead-letters/replay`, { method: 'POST', json: replayFilter, headers: admin })).body);
+
     const outcome = await stack.afterFailover();
     // Fair share on the cluster (both APIs have keys): once the load has drained, each key's running
     // and waiting counts in each queue's shard are back to 0, the failed-over one's included.
@@ -119,6 +133,9 @@ describe('Redis Cluster: the primary of the default queue fails over under load'
     });
 
     expect(new Set(joined.map((r) => r.body.id)).size).toBe(1);
+    expect(failedForGood.body).toMatchObject({ status: 'failed', error: { code: 'JOB_FAILED' } });
+    expect(letters.items.map((item) => item.id)).toContain(failedForGood.body.id);
+    expect(replays).toMatchObject([{ replayed: 1, originals: [failedForGood.body.id] }, { replayed: 0, originals: [] }]);
     expect(drained.filter((share) => share.queue === 'default').map((share) => share.caller).sort()).toEqual(['durable', 'plain']);
     expect(drained.filter((share) => share.queue === 'heavy').map((share) => share.caller)).toContain('durable');
     expect(heavyPrimary).not.toBe(old);
