@@ -103,6 +103,8 @@ function guideTable(guide: string) {
       expect(copy!.exists(`dist/${folder}`)).toBe(false);
       expect(jest).not.toMatch(new RegExp(`${folder}/`));
     }
+    // No writer left behind: the workers' half of a capability went with it (dead letters: nothing keeps them).
+    if (KEPT.includes('dead-letters')) expect(copy!.exec('grep', ['-rlw', 'keepDeadLetter', 'dist/apps']).stdout).toBe('');
     expect(copy!.exists('dist/apps/api/src/api.module.js')).toBe(true);
   }, 300_000);
 });

@@ -33,7 +33,7 @@ export const CAPABILITIES = {
   'fair-share': { folder: 'apps/api/src/fair-share', module: 'FairShareModule', wiredIn: [API], tests: [] },
   // why no suite of its own: its cases share test/files.e2e-spec.ts's stacks (written ifPresent('uploads')); its file is the sweep they call.
   uploads: { folder: 'apps/api/src/uploads', module: 'UploadsModule', wiredIn: [API], tests: ['test/support/uploads-sweep.ts'] },
-  'dead-letters': { folder: 'apps/api/src/dead-letters', module: 'DeadLettersModule', wiredIn: [API], tests: ['test/dead-letters.e2e-spec.ts'] },
+  'dead-letters': { folder: 'apps/api/src/dead-letters', module: 'DeadLettersModule', wiredIn: [API, WORKER], tests: ['test/dead-letters.e2e-spec.ts'] },
   tracing: { folder: 'libs/otel', module: 'OtelTracingModule', wiredIn: [API, WORKER], tests: ['test/tracing.e2e-spec.ts'] },
 } as const satisfies Record<string, Capability>;
 

@@ -10,6 +10,7 @@ import { OtelTracingModule } from '@app/otel';
 import { checkSchedules } from '@app/queue';
 import { pingRedis, type RedisClient, RedisConnections, RedisModule } from '@app/redis';
 import { TracingModule } from '@app/tracing';
+import { DeadLettersModule } from '../../api/src/dead-letters/dead-letters.worker-module';
 import { JobPool } from './pool/job-pool';
 import { CancelListener } from './processor/cancel.listener';
 import { FanOut } from './processor/fan-out';
@@ -47,6 +48,7 @@ export class WorkerModule {
         OtelTracingModule.forRoot('worker'),
         CacheModule,
         MetricsModule,
+        DeadLettersModule,
       ],
       controllers: [HealthController],
       providers: [

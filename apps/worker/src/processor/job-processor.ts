@@ -1,15 +1,16 @@
-import { Inject, Injectable, OnApplicationBootstrap } from '@nestjs/common';
+import { Inject, Injectable, OnApplicationBootstrap, Optional } from '@nestjs/common';
 import { DelayedError, UnrecoverableError, WaitingChildrenError, WaitingError } from 'bullmq';
 import { ResultCache } from '@app/cache';
 import { CONFIG, type Config } from '@app/config';
 import { CodedJobError, isRetried, JobFailureCode, JobRegistry, knownVersions, parseFailure, runnerOf } from '@app/jobs';
 import { type Logger, LOGGER } from '@app/logging';
-import { keepDeadLetter, listUntil, ownersKey, pastDeadline, queuePrefix, startDeadlinesKey, SWEEP_GRACE_SECONDS } from '@app/queue';
+import { listUntil, ownersKey, pastDeadline, queuePrefix, startDeadlinesKey, SWEEP_GRACE_SECONDS } from '@app/queue';
 import type { RedisClient } from '@app/redis';
 import { SPAN_ATTRIBUTES, type Tracing, TRACING } from '@app/tracing';
 import { JobPool, type RunOptions } from '../pool/job-pool';
 import { CancelRequests } from './cancel-requests';
 import { FairRelease } from './fair-release';
+import { FAILED_JOBS, type FailedJobs } from './failed-jobs';
 import { FanOut } from './fan-out';
 import { FileLeases } from './file-leases';
 import { InputFiles } from './input-files';
@@ -88,6 +89,7 @@ export class JobProcessor implements OnApplicationBootstrap {
     @Inject(LOGGER) private readonly rootLogger: Logger,
     @Inject(WORKER_QUEUES) private readonly queues: readonly string[],
     @Inject(TRACING) private readonly tracing: Tracing | null,
+    @Optional() @Inject(FAILED_JOBS) private readonly failedJobs?: FailedJobs,
   ) {
     this.logger = rootLogger.child({ context: JobProcessor.name });
     this.cacheOnQueueRedis = config.cacheRedis === config.queueRedis;
@@ -125,7 +127,7 @@ export class JobProcessor implements OnApplicationBootstrap {
         .on('failed', (job) => {
           if (!job?.finishedOn) return;
           this.notifier.final(job, 'failed');
-          this.keepDeadLetter(job);
+          this.keepFailed(job);
         })
         // A job that stalled went back to the queue, or failed for good (JOB_LOST): its watchers read it.
         .on('stalled', (id) => this.notifier.settled(name, id)),
@@ -184,11 +186,13 @@ export class JobProcessor implements OnApplicationBootstrap {
 
   /**
    * Keeps `job`, failed for good, as a dead letter (libs/queue/src/dead-letters.ts) for
-   * DEAD_LETTER_RETENTION_SECONDS, if its failure is one. why here: BullMQ has recorded the failure,
-   * and the owners and tags it copies still live (ownersOutlive gave them the job's retention).
+   * DEAD_LETTER_RETENTION_SECONDS, if its failure is one and the dead-letters capability is there
+   * (FAILED_JOBS). why here: BullMQ has recorded the failure, and the owners and tags it copies
+   * still live (ownersOutlive gave them the job's retention).
    */
-  private keepDeadLetter(job: QueueJob): void {
-    void keepDeadLetter(this.redis, this.config.redisPrefix, job, this.config.deadLetterRetentionSeconds).catch((error: unknown) =>
+  private keepFailed(job: QueueJob): void {
+    if (!this.failedJobs) return;
+    void this.failedJobs.keep(this.redis, this.config.redisPrefix, job, this.config.deadLetterRetentionSeconds).catch((error: unknown) =>
       this.logger.warn({ err: error, jobId: job.id, type: job.name }, 'could not keep the failed job as a dead letter'),
     );
   }
