@@ -100,9 +100,9 @@ export interface BenchOptions {
   /**
    * Listing and dead letters (#30): `jobs` finished jobs across `callers` API keys, each tagged one of
    * `tags`, written `chunk` per pipeline; `requests` GETs of each kind per round; `deadLetters` replayed;
-   * seconds and connections of the leg of trivial jobs/s with the indexes on and off (JOB_LISTING).
+   * rounds, seconds and connections of the leg of trivial jobs/s with the indexes on and off (JOB_LISTING).
    */
-  listing: { jobs: number; callers: number; tags: number; chunk: number; requests: number; deadLetters: number; throughputS: number; connections: number };
+  listing: { jobs: number; callers: number; tags: number; chunk: number; requests: number; deadLetters: number; throughputRounds: number; throughputS: number; connections: number };
   /** Memory soak after the passes: chunks × jobs per chunk (0 chunks: none). */
   soak: { chunks: number; perChunk: number };
 }
@@ -209,8 +209,8 @@ export function loadOptions(env: NodeJS.ProcessEnv = process.env, argv: readonly
       ? { legs: fairnessLegs(env.BENCH_FAIRNESS_LEGS), aJobs: 10, bJobs: 2, jobMs: 10, callers: 2, shareS: 0.2, capS: 0.2, costS: 0.2, costConnections: 4, faultS: 0.2, killEveryMs: 0, workers: 1 }
       : { legs: fairnessLegs(env.BENCH_FAIRNESS_LEGS), aJobs: 1000, bJobs: 10, jobMs: 100, callers: 20, shareS: 30, capS: 15, costS: 5, costConnections: 32, faultS: 20, killEveryMs: 5000, workers: 2 },
     listing: smoke
-      ? { jobs: 200, callers: 4, tags: 1, chunk: 1000, requests: 5, deadLetters: 50, throughputS: 0.3, connections: 4 }
-      : { jobs: 1_000_000, callers: 1000, tags: 10, chunk: 5000, requests: 200, deadLetters: 10_000, throughputS: 5, connections: 32 },
+      ? { jobs: 200, callers: 4, tags: 1, chunk: 1000, requests: 5, deadLetters: 50, throughputRounds: 2, throughputS: 0.3, connections: 4 }
+      : { jobs: 1_000_000, callers: 1000, tags: 10, chunk: 5000, requests: 200, deadLetters: 10_000, throughputRounds: 6, throughputS: 5, connections: 32 },
     payload: { sizes: smoke ? [1000, 10_000] : [1000, 10_000, 100_000, 300_000] },
     soak: smoke ? { chunks: 2, perChunk: 200 } : { chunks: int('BENCH_SOAK_CHUNKS', 6), perChunk: 5000 },
   };
