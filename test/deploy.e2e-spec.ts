@@ -6,6 +6,7 @@ import { JobRegistry } from '@app/jobs';
 import { readAcceptedEnv, readRepoFile, readWorkerHandBackGraceMs, redisUrlOf, ROOT } from './deploy/app-source';
 import { envOf, inheritedInstructions, lastOf, parseDockerfile } from './deploy/dockerfile';
 import { ComposeService, durationMs, memoryMiB, readYaml } from './deploy/manifests';
+import { QUEUE_REDIS_ARGS } from './support/redis';
 
 /**
  * Static checks of docker/Dockerfile and docker/compose.yaml against the code they run: no Docker
@@ -108,6 +109,8 @@ describe('docker/compose.yaml', () => {
       const command = redisFor(redisUrlOf(config(service).queueRedis));
       expect(command).toMatch(/--maxmemory-policy noeviction\b/);
       expect(command).toMatch(/--appendonly yes\b/);
+      // The settings the tests and the bench run their Redis with (test/support/redis.ts).
+      expect(command).toContain(QUEUE_REDIS_ARGS.join(' '));
     }
   });
 

@@ -13,6 +13,7 @@ import { cpuCores, K8sObject, memoryMiB, readYaml, selects, Workload } from './d
 import { allows, Endpoint, matches, NetworkPolicy } from './deploy/network-policy';
 import { COMPONENT, Hpa, Overlay, Pdb, ScaledObject, Service, ServiceMonitor, TriggerAuthentication } from './deploy/overlay';
 import { schemaErrors, unknownFieldErrors } from './deploy/schemas';
+import { QUEUE_REDIS_ARGS } from './support/redis';
 
 /**
  * docker/kubernetes against the code it runs: both overlays, and prod with each opt-in component,
@@ -347,6 +348,8 @@ describe('docker/kubernetes/overlays/dev: a working stack on a laptop cluster', 
     expect(queue.spec.replicas).toBe(1);
     expect(args(queue)).toMatch(/--appendonly yes\b/);
     expect(args(queue)).toMatch(/--maxmemory-policy noeviction\b/);
+    // The settings the tests and the bench run their Redis with (test/support/redis.ts).
+    expect(args(queue)).toContain(QUEUE_REDIS_ARGS.join(' '));
     const claims = (queue.spec as { volumeClaimTemplates?: { metadata: { name: string } }[] }).volumeClaimTemplates ?? [];
     const data = queue.spec.template.spec.containers[0].volumeMounts?.find((m) => m.mountPath === '/data');
     expect(claims.map((c) => c.metadata.name)).toContain(data?.name);
