@@ -59,6 +59,12 @@ export function filesReport(
       },
       {
         scenario: SCENARIO,
+        measure: `same, ${large} image, on a Redis with its default hash encoding (hash-max-listpack-value 64, not the queue Redis's 1024): used_memory; its keys`,
+        template: `${spreadOf(r('redisBytes.largeRedisDefaults.template'), bytes)}; keys ${spreadOf(r('redisKeyBytes.largeRedisDefaults.template'), bytes)}`,
+        baseline: '',
+      },
+      {
+        scenario: SCENARIO,
         measure: `upload MB/s, ${o.uploads} concurrent ${size(o.uploadBytes)} files into the file store: the API (multipart, hashed, sniffed) ÷ a bare Fastify route streaming the body into the same store`,
         template: `${spreadOf(r('uploadMBps.template'), (n) => perS(n, 'MB/s'))}; API ${ms(r('uploadCpuMsPerMB.template').median)} CPU per MB`,
         baseline: `${spreadOf(r('uploadMBps.bare'), (n) => perS(n, 'MB/s'))}; ${ms(r('uploadCpuMsPerMB.bare').median)} CPU per MB`,
