@@ -47,9 +47,9 @@ export function readAcceptedEnv(): AcceptedEnv {
  * exits: Kubernetes and Compose must wait at least that long before killing it.
  */
 export function readWorkerHandBackGraceMs(): number {
-  const source = readRepoFile('apps/worker/src/main.ts');
+  const source = readRepoFile('apps/worker/src/worker.app.ts');
   const value = /const HAND_BACK_GRACE_MS = ([\d_]+);/.exec(source)?.[1];
-  if (!value) throw new Error('apps/worker/src/main.ts: HAND_BACK_GRACE_MS not found; update test/deploy/app-source.ts');
+  if (!value) throw new Error('apps/worker/src/worker.app.ts: HAND_BACK_GRACE_MS not found; update test/deploy/app-source.ts');
   return Number(value.replaceAll('_', ''));
 }
 

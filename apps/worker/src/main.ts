@@ -1,23 +1,9 @@
 import 'reflect-metadata';
-import { NestFactory } from '@nestjs/core';
-import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
-import { openConfiguredBlobStore } from '@app/blobs';
-import { CACHE_REDIS } from '@app/cache';
-import { ConfigError, loadConfig } from '@app/config';
-import { Lifecycle } from '@app/health';
+import { loadConfig } from '@app/config';
 import { JobRegistry, knownVersions } from '@app/jobs';
-import { createLogger, listeningOn, logUnhandledRejections, NestPinoLogger } from '@app/logging';
-import { registerHttpMetrics } from '@app/metrics';
-import { checkRedisTargets, logRedisRefusals, watchEvictionPolicy } from '@app/redis';
+import { listeningOn } from '@app/logging';
 import { TRACING } from '@app/tracing';
-import { Registry } from 'prom-client';
-import { JobProcessor } from './processor/job-processor';
-import { WORKER_REDIS } from './processor/worker-redis';
 import { WORKER_QUEUES } from './processor/worker-queues';
-import { WorkerModule } from './worker.module';
-
-/** Past the shutdown deadline, this much longer is allowed for handing jobs back before giving up. */
-const HAND_BACK_GRACE_MS = 10_000;
 
 let stop: ((signal: string) => Promise<void>) | undefined;
 // why: installed first, so a pod stopped while still starting exits at once instead of ignoring
@@ -28,40 +14,12 @@ process.once('SIGINT', onSignal);
 
 async function bootstrap(): Promise<void> {
   const config = loadConfig(process.env, 'worker');
-  // why before anything connects: refused credentials, an untrusted certificate or a wrong Sentinel
-  // set or seed list stop start-up here, naming the variable; a Redis that is merely down does not.
-  await checkRedisTargets(config.queueRedis, config.cacheRedis);
-  const blobs = await openConfiguredBlobStore(config.blobStore, JobRegistry.forConfig(config).fileTypes());
-  if ('problem' in blobs) throw new ConfigError([blobs.problem]);
-  const pino = createLogger(config, 'worker');
-  if ('warning' in blobs && blobs.warning) pino.warn(blobs.warning);
-  logUnhandledRejections(pino);
-  const logger = new NestPinoLogger(pino);
-  const app = await NestFactory.create<NestFastifyApplication>(WorkerModule.forRoot(config, pino, blobs.store), new FastifyAdapter(), {
-    logger,
-    bodyParser: false,
-  });
-  registerHttpMetrics(app.getHttpAdapter().getInstance(), app.get(Registry));
-
-  const lifecycle = app.get(Lifecycle);
-  const processor = app.get(JobProcessor);
-  watchEvictionPolicy(app.get(WORKER_REDIS), config.redisEvictionCheck, logger);
-  logRedisRefusals([app.get(WORKER_REDIS), app.get(CACHE_REDIS)], logger);
-
-  stop = async (signal: string) => {
-    logger.log(`${signal} received: finishing active jobs for up to ${config.shutdownTimeoutMs} ms`, 'Shutdown');
-    lifecycle.beginShutdown();
-    const giveUp = setTimeout(() => {
-      logger.error('could not hand jobs back in time (Redis unreachable?); their locks will expire and another worker retries them', 'Shutdown');
-      process.exit(1);
-    }, config.shutdownTimeoutMs + HAND_BACK_GRACE_MS).unref();
-    await processor.drain(config.shutdownTimeoutMs);
-    await app.close();
-    blobs.store?.close();
-    clearTimeout(giveUp);
-    logger.log('worker stopped cleanly', 'Shutdown');
-    process.exit(0);
-  };
+  // why loaded only now: a setting loadConfig refuses stops the process before Nest, Fastify, BullMQ
+  // and the rest load (~0.4 of the ~0.6 CPU-s such a refusal cost).
+  const { createWorker } = await import('./worker.app');
+  const worker = await createWorker(config);
+  const { app, logger } = worker;
+  stop = worker.stop;
 
   await app.listen(config.workerPort, config.host);
   const queues = app.get<string[]>(WORKER_QUEUES);
