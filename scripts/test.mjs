@@ -2,8 +2,8 @@
 /**
  * `npm test` after the build: the type check, ESLint and two Jest lanes, side by side.
  *
- * - `serial`: the suites that load both cores or time what they measure (chaos, bench smoke, the
- *   template copy's build, TLS Redis…), one at a time, as they would run alone;
+ * - `serial`: the suites that load both cores or time what they measure (chaos, isolation, schedule
+ *   ticks, the bench smoke…), one at a time, as they would run alone;
  * - `parallel`: every other suite (mostly waiting on the apps and Redis), two at a time.
  *
  * why lanes, not Jest's workers for everything: two CPU-heavy suites side by side on two cores make
