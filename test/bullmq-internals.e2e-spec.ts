@@ -321,7 +321,7 @@ describe(`BullMQ and ioredis internals this service relies on (bullmq ${BULLMQ},
       const hash = bullKey(prefix, q.name, waiting.id!);
       assume(
         q.toKey(waiting.id!) === hash && (await connection.type(hash)) === 'hash',
-        "a job's hash is at queue.toKey(id) = bullKey(prefix, queue, id) (job-store.ts, queue.providers.ts locate, replica-ack.ts WAIT on it)",
+        "a job's hash is at queue.toKey(id) = bullKey(prefix, queue, id) (job-store.ts, queue.providers.ts locate, replica-ack.ts WAIT on it, dead-letters.ts SETTLE looking for a replay's job)",
         `${q.toKey(waiting.id!)} (${await connection.type(q.toKey(waiting.id!))})`,
       );
       const backlog = await q.getJobCountByTypes('waiting', 'prioritized');

@@ -1,9 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { Queue } from 'bullmq';
 import IORedis from 'ioredis';
-import { bullKey, DEAD_LETTER_PAGE, deadLetterClaimsKey, deadLetterKey, deadLettersKey, type JobData, keepDeadLetter, ownersKey, queuePrefix } from '@app/queue';
+import { bullKey, DEAD_LETTER_PAGE, deadLetterClaimsKey, deadLetterKey, deadLettersKey, type JobData, keepDeadLetter, ownersKey, queuePrefix, replayJobId } from '@app/queue';
 import { AppProcess, startAll, startApp, stackEnv } from './support/apps';
+import { ifPresent } from './support/capabilities';
 import { getJob, request, submit } from './support/http';
+import { executions } from './support/ledger';
 import { waitFor } from './support/wait';
 
 const key = () => randomBytes(32).toString('hex');
@@ -16,7 +18,8 @@ const as = (apiKey: string) => ({ 'x-api-key': apiKey });
 /**
  * Dead letters (docs/operate.md#dead-letters), the capability in apps/api/src/dead-letters, on one
  * stack: API keys, an admin key, and JOB_RETENTION_SECONDS of 1 s, so BullMQ drops failed jobs long
- * before their dead letters go.
+ * before their dead letters go. The API logs in as an ACL user of its own, so a test can refuse it a
+ * command (ACL SETUSER) without touching the other suites that share this Redis.
  */
 describe('dead letters: jobs that failed for good, kept, listed and replayed once', () => {
   const env = stackEnv('dead-letters', {
@@ -25,6 +28,8 @@ describe('dead letters: jobs that failed for good, kept, listed and replayed onc
     JOB_RETENTION_SECONDS: '1',
   });
   const run = randomBytes(4).toString('hex');
+  const aclUser = `dead-letters-${run}`;
+  const aclPassword = key();
   let api: AppProcess;
   let worker: AppProcess;
   let redis: IORedis;
@@ -33,12 +38,14 @@ describe('dead letters: jobs that failed for good, kept, listed and replayed onc
   beforeAll(async () => {
     redis = new IORedis(env.REDIS_URL!, { maxRetriesPerRequest: null });
     queue = new Queue<JobData, unknown, string>('default', { connection: redis, prefix: queuePrefix(env.REDIS_PREFIX!, 'default') });
-    [api, worker] = await startAll([startApp('api', env), startApp('worker', env)]);
+    await redis.call('ACL', 'SETUSER', aclUser, 'reset', 'on', `>${aclPassword}`, '~*', '&*', '+@all');
+    [api, worker] = await startAll([startApp('api', { ...env, REDIS_USERNAME: aclUser, REDIS_PASSWORD: aclPassword }), startApp('worker', env)]);
   });
 
   afterAll(async () => {
     await Promise.all([api?.stop(), worker?.stop()]);
     await queue?.close();
+    await redis?.call('ACL', 'DELUSER', aclUser).catch(() => undefined);
     redis?.disconnect();
   });
 
@@ -50,6 +57,18 @@ describe('dead letters: jobs that failed for good, kept, listed and replayed onc
     expect(res.body).toMatchObject({ status: 'failed', attempts: 2, error: { code: 'JOB_FAILED' } });
     return res.body.id as string;
   };
+  /** Runs `fn` while the API's ACL user has `rules` too (ACL SETUSER), then gives it every command on every key back. */
+  const restricted = async <T>(rules: string[], fn: () => Promise<T>): Promise<T> => {
+    await redis.call('ACL', 'SETUSER', aclUser, ...rules);
+    try {
+      return await fn();
+    } finally {
+      await redis.call('ACL', 'SETUSER', aclUser, '+@all', 'clearselectors');
+    }
+  };
+  /** The jobs the worker started since `before` (executions of the ledger), with how many times each. */
+  const startedSince = (before: ReadonlyMap<string, number>) =>
+    [...executions([worker])].flatMap(([id, n]) => (n > (before.get(id) ?? 0) ? [[id, n - (before.get(id) ?? 0)]] : []));
   /** Until BullMQ has dropped job `id` (JOB_RETENTION_SECONDS): it removes old failed jobs as others fail. */
   const dropped = async (id: string) => {
     let n = 0;
@@ -210,6 +229,69 @@ describe('dead letters: jobs that failed for good, kept, listed and replayed onc
     expect(rest.body).toMatchObject({ replayed: 1, originals: [second], skipped: [] });
     expect((await getJob(api.url, rest.body.jobs[0], as(BOB))).status).toBe(200);
     expect((await admin('/admin/dead-letters/replay', { method: 'POST', json: filter })).body).toMatchObject({ replayed: 0, originals: [], skipped: [] });
+    // why wait: Alice's replay fails again, a new dead letter that could fail in the same millisecond as the next test's.
+    await waitFor(async () => (await getJob(api.url, partial.body.jobs[0], as(ALICE))).body.status === 'failed', { timeoutMs: 20_000, what: 'the replayed job failed again' });
+  }, 60_000);
+
+  /** A real dead letter of a chaos job that throws, kept; resolves with its id and when it failed. */
+  const deadLetter = async (tag: string) => {
+    const id = await failing(tag, ALICE);
+    const index = deadLettersKey(env.REDIS_PREFIX!, 'default');
+    await waitFor(async () => (await redis.zscore(index, id)) !== null, { what: 'the dead letter kept' });
+    const failedAt = Number(await redis.zscore(index, id));
+    // why: the worker's log lines may come in after the API's answer; the runs counted after this are the replay's.
+    await waitFor(async () => executions([worker]).get(id) === 2, { what: "the worker's log of both attempts" });
+    return { id, failedAt, filter: { type: 'chaos', since: new Date(failedAt).toISOString(), until: new Date(failedAt).toISOString() } };
+  };
+
+  // why fair share: its parking is the write after the add this case makes fail.
+  ifPresent('fair-share').it('answers as replayed a dead letter whose submission added its job and then failed, and replays it no more: the job runs once', async () => {
+    const prefix = env.REDIS_PREFIX!;
+    const { id, failedAt, filter } = await deadLetter(`${run}-added`);
+    const job = replayJobId(id, failedAt);
+    const before = executions([worker]);
+    // Hash fields may be written only in dead letters: BullMQ's add (HMSET in its script) goes
+    // through, fair share's parking of the job right after it (an HSET) fails, and with it the
+    // submission. Giving up its claim, the replay finds the job under the id derived from the dead
+    // letter, and records it instead of making it a dead letter again.
+    const first = await restricted(['-hset', `(+hset ~${deadLetterKey(prefix, 'default', '*')})`], () => admin('/admin/dead-letters/replay', { method: 'POST', json: filter }));
+    expect(first.body).toMatchObject({ replayed: 1, originals: [id], jobs: [job], skipped: [] });
+    expect(api.logs.some((line) => String(line.msg).includes('a replay stopped at a submission that failed'))).toBe(true);
+    expect((await getJob(api.url, id, as(ALICE))).body.replayedAs).toBe(job);
+    expect((await admin('/admin/dead-letters/replay', { method: 'POST', json: filter })).body).toMatchObject({ replayed: 0, originals: [] });
+    // It runs (fair share's heal parks the job whose parking failed), once: one job, its two attempts (it still throws).
+    await waitFor(async () => (await getJob(api.url, job, as(ALICE))).body.status === 'failed', { timeoutMs: 20_000, what: 'the replayed job failed again' });
+    expect(startedSince(before)).toEqual([[job, 2]]);
+  }, 60_000);
+
+  it('records, once its claim lapses, the replay of a dead letter whose job was added and whose record was not written; a second replay runs none, and the job runs once', async () => {
+    const prefix = env.REDIS_PREFIX!;
+    const claims = deadLetterClaimsKey(prefix, 'default');
+    const { id, failedAt, filter } = await deadLetter(`${run}-unrecorded`);
+    const job = replayJobId(id, failedAt);
+    const before = executions([worker]);
+    // Hash fields may be written only in BullMQ's and fair share's keys: the submission goes through
+    // whole, the replay's record of it in the dead letter (an HSET) does not, as if Redis failed or the
+    // API died between the two.
+    const first = await restricted(['-hset', `(+hset ~${bullKey(prefix, 'default', '*')} ~${queuePrefix(prefix, 'default')}:fair:*)`], () =>
+      admin('/admin/dead-letters/replay', { method: 'POST', json: filter }),
+    );
+    expect(first.body).toMatchObject({ replayed: 1, originals: [id], jobs: [expect.any(String)] });
+    expect(await redis.hget(deadLetterKey(prefix, 'default', id), 'replayedAs')).toBeNull();
+    expect(await redis.zscore(claims, id)).not.toBeNull();
+
+    // The claim lapses (a minute on: brought forward here, not waited for) and a replica's sweep settles it.
+    await redis.zadd(claims, 'XX', Date.now(), id);
+    await waitFor(async () => (await redis.zscore(claims, id)) === null, { timeoutMs: 20_000, intervalMs: 500, what: 'the lapsed claim swept' });
+    // Replayed again: nothing runs. The sweep found the job under the id derived from the dead letter
+    // and wrote the record the replay lost, instead of making it a dead letter again.
+    expect((await admin('/admin/dead-letters/replay', { method: 'POST', json: filter })).body).toMatchObject({ replayed: 0, originals: [] });
+    expect(first.body.jobs).toEqual([job]);
+    expect((await getJob(api.url, id, as(ALICE))).body.replayedAs).toBe(job);
+    expect(api.logs.some((line) => String(line.msg).includes('submitted by a replay that did not record it'))).toBe(true);
+    // It ran once: one job, its two attempts (it still throws).
+    await waitFor(async () => (await getJob(api.url, job, as(ALICE))).body.status === 'failed', { timeoutMs: 20_000, what: 'the replayed job failed again' });
+    expect(startedSince(before)).toEqual([[job, 2]]);
   }, 60_000);
 
   it('keeps no cancelled job as a dead letter', async () => {

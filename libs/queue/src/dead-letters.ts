@@ -16,18 +16,24 @@ import { deadLetterKey, deadLettersKey, jobTagsKey, ownersKey } from './queue.ke
  *   and their tags (`tags:<scope>`), living DEAD_LETTER_RETENTION_SECONDS, whatever JOB_RETENTION_SECONDS says.
  *
  * A replay claims entries by moving them from the index to `deadLetterClaimsKey` with a deadline
- * (DEAD_LETTER_PAGE with claim, atomic), so two replays never take the same one; the submission of
- * one removes its claim and names the new job in the hash (`replayedAs`), which stays until it
- * expires. A claim whose replay died before that (the API killed between the claim and the submit)
- * lapses, and any API replica's sweep puts the entry back in the index (RETURN_LAPSED_CLAIMS): a
- * claimed dead letter is never lost, and one with `replayedAs` is never taken again.
+ * (DEAD_LETTER_PAGE with claim, atomic), so two replays never take the same one; it submits each
+ * under an id derived from the entry (replayJobId), then names the new job in the hash
+ * (`replayedAs`, which stays until it expires) and removes the claim. A claim that ends otherwise is
+ * settled (SETTLE): if the job of the derived id exists (or was kept as a dead letter itself), the
+ * submission happened and only its record was lost (a Redis error, the API killed between the
+ * two), so the record is written; otherwise the entry goes back to the index. The replay settles
+ * what it gives up (SETTLE_CLAIMS), any API replica's sweep what lapsed (RETURN_LAPSED_CLAIMS). A
+ * claimed dead letter is never lost, one with `replayedAs` is never taken again, and one replayed
+ * again anyway (its claim swept back while its submission was still under way) adds the same job
+ * id, which BullMQ does not add twice.
  * The index is trimmed of what expired on every write and read: it is never scanned whole.
  */
 
 /**
- * How long a replay's claim holds (renewed before each submission): past it, the entry goes back
- * to the dead letters. why a minute: one submission (up to 1,000 jobs) takes well under a second,
- * and an entry a dead replica claimed is replayable again soon after.
+ * How long a replay's claim holds (renewed before each submission): past it, the sweep settles the
+ * entry (back to the dead letters, unless its job was added). why a minute: one submission (up to
+ * 1,000 jobs) takes well under a second, and an entry a dead replica claimed is replayable again
+ * soon after.
  */
 export const CLAIM_MS = 60_000;
 
@@ -212,20 +218,70 @@ end
 `, 2);
 
 /**
- * KEYS: the index, the claims. ARGV: now (epoch ms), the entry key prefix, how many at most. Puts
- * the claimed entries whose claim has lapsed back in the index (by when each failed), unless their
- * replay named its job meanwhile or the entry expired; returns how many went back.
+ * Lua shared by the scripts that settle claims (KEYS[1]: the index). `settle(id, entries, jobs, now)`
+ * settles the claimed entry `id` of a replay that recorded no job for it: if the job of its derived
+ * id (replayJobId, derived here alike: keep the two in step) exists, as a job (`jobs`, the job key
+ * prefix) or as a dead letter of its own once it failed again (`entries`, the entry key prefix),
+ * the replay added it and lost only its record, which is written now (`replayedAs`, `replayedAt`);
+ * otherwise the entry goes back in the index, by when it failed. Returns the job recorded, '' for
+ * an entry put back, false for one that expired or already names its job.
  */
-export const RETURN_LAPSED_CLAIMS = new LuaScript(`
+const SETTLE = `
+local function replayId(id, failedAt)
+  local h = redis.sha1hex('replay\\n' .. id .. '\\n' .. failedAt)
+  return string.sub(h, 1, 8) .. '-' .. string.sub(h, 9, 12) .. '-5' .. string.sub(h, 14, 16) .. '-8' .. string.sub(h, 18, 20) .. '-' .. string.sub(h, 21, 32)
+end
+local function settle(id, entries, jobs, now)
+  local head = redis.call('HMGET', entries .. id, 'failedAt', 'replayedAs')
+  if not head[1] or head[2] then return false end
+  local replay = replayId(id, head[1])
+  if redis.call('EXISTS', jobs .. replay, entries .. replay) > 0 then
+    redis.call('HSET', entries .. id, 'replayedAs', replay, 'replayedAt', now)
+    return replay
+  end
+  redis.call('ZADD', KEYS[1], tonumber(head[1]), id)
+  return ''
+end
+`;
+
+/**
+ * KEYS: the index, the claims. ARGV: now (epoch ms), the entry key prefix, how many at most, the job
+ * key prefix (bullKey(prefix, queue, '')). Settles the claims that have lapsed (see SETTLE): their
+ * replay did not finish. Returns how many went back, then the ids recorded and their jobs, in pairs.
+ */
+export const RETURN_LAPSED_CLAIMS = new LuaScript(`${SETTLE}
 local ids = redis.call('ZRANGE', KEYS[2], '-inf', ARGV[1], 'BYSCORE', 'LIMIT', 0, tonumber(ARGV[3]))
-local back = 0
+local back, recorded = 0, {}
 for _, id in ipairs(ids) do
-  local head = redis.call('HMGET', ARGV[2] .. id, 'failedAt', 'replayedAs')
-  if head[1] and not head[2] then
-    redis.call('ZADD', KEYS[1], tonumber(head[1]), id)
+  local settled = settle(id, ARGV[2], ARGV[4], ARGV[1])
+  if settled == '' then
     back = back + 1
+  elseif settled then
+    recorded[#recorded + 1] = id
+    recorded[#recorded + 1] = settled
   end
 end
+-- why the claims go last: see SETTLE_CLAIMS.
 if #ids > 0 then redis.call('ZREM', KEYS[2], unpack(ids)) end
-return back
+return { back, recorded }
+`, 2);
+
+/**
+ * KEYS: the index, the claims. ARGV: now (epoch ms), the entry key prefix, the job key prefix, then
+ * ids. Settles the claims of `ids` a replay gives up (see SETTLE), those a sweep has not settled
+ * already, and returns for each id the job its entry names now ('' for none: a dead letter again).
+ */
+export const SETTLE_CLAIMS = new LuaScript(`${SETTLE}
+local out = {}
+for i = 4, #ARGV do
+  local id = ARGV[i]
+  -- why the claim goes last: a script that fails half-way keeps what it wrote, and an entry must
+  -- never be left neither claimed nor in the index nor recorded.
+  if redis.call('ZSCORE', KEYS[2], id) then
+    settle(id, ARGV[2], ARGV[3], ARGV[1])
+    redis.call('ZREM', KEYS[2], id)
+  end
+  out[#out + 1] = redis.call('HGET', ARGV[2] .. id, 'replayedAs') or ''
+end
+return out
 `, 2);

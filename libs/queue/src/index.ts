@@ -1,5 +1,5 @@
 export type { JobData } from './job-data';
-export { blobLeaseKey, BULL_STRUCTURES, bullKey, childJobId, deadLetterClaimsKey, deadLetterKey, deadLettersKey, fairKey, jobTagsKey, listingEndsKey, listingKey, noticeChannel, ownersKey, queueKeys, queuePrefix, SCHEDULED_JOB_ID, scheduledJobId, schedulerId, uploadKey, watchersKey, WEBHOOK_QUEUE, webhookDeliveryId } from './queue.keys';
+export { blobLeaseKey, BULL_STRUCTURES, bullKey, childJobId, deadLetterClaimsKey, deadLetterKey, deadLettersKey, fairKey, jobTagsKey, listingEndsKey, listingKey, noticeChannel, ownersKey, queueKeys, queuePrefix, replayJobId, SCHEDULED_JOB_ID, scheduledJobId, schedulerId, uploadKey, watchersKey, WEBHOOK_QUEUE, webhookDeliveryId } from './queue.keys';
 export { jobOptions } from './job-options';
 export { checkSchedules, nextRunOf, scheduledJob } from './schedules';
 export type { ScheduledJob } from './schedules';
@@ -14,5 +14,5 @@ export type { CallerShare, ParkedJob } from './fair-share';
 export { listUntil, PAGE, SWEEP_ENDED, SWEEP_GRACE_SECONDS, sweepArgs } from './job-index';
 export { BlobLeases, DELETE_WINDOW_MS, inputLeaseUntil, QUEUED_INPUT_MS, sweepBlobs, type TakenObjects } from './blob-leases';
 export type { SweepOptions, SweepReport } from './blob-leases';
-export { CLAIM_MS, DEAD_LETTER_PAGE, deadLetterOf, keepDeadLetter, KEPT_CODES, RETURN_LAPSED_CLAIMS } from './dead-letters';
+export { CLAIM_MS, DEAD_LETTER_PAGE, deadLetterOf, keepDeadLetter, KEPT_CODES, RETURN_LAPSED_CLAIMS, SETTLE_CLAIMS } from './dead-letters';
 export type { DeadLetter, DeadLetterPage, FailedJob } from './dead-letters';

@@ -42,7 +42,23 @@ export const BULL_STRUCTURES = { waiting: 'wait', prioritized: 'prioritized', de
  * a second set.
  */
 export function childJobId(parentId: string, index: number): string {
-  const h = createHash('sha256').update(`${parentId}:${index}`).digest('hex');
+  return uuidOf(createHash('sha256').update(`${parentId}:${index}`).digest('hex'));
+}
+
+/**
+ * The id of the job a replay of the dead letter of job `jobId`, failed at `failedAt` (epoch ms),
+ * submits: a UUID derived from both, so a replay repeated after one that submitted and never recorded
+ * it (see dead-letters.ts) adds the same job, which BullMQ adds at most once, while a later failure of
+ * that new job is a dead letter of its own, with an id of its own to be replayed under. why SHA-1:
+ * the sweep of lapsed claims derives it in Lua too (RETURN_LAPSED_CLAIMS), where Redis has only
+ * `redis.sha1hex`; keep the two in step.
+ */
+export function replayJobId(jobId: string, failedAt: number): string {
+  return uuidOf(createHash('sha1').update(`replay\n${jobId}\n${failedAt}`).digest('hex'));
+}
+
+/** A UUID (version 5, variant 1 digits) from the first 32 hex digits of a hash. */
+function uuidOf(h: string): string {
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-5${h.slice(13, 16)}-8${h.slice(17, 20)}-${h.slice(20, 32)}`;
 }
 

@@ -3,7 +3,7 @@ import type { FileRef } from '@app/blobs';
 import { CONFIG, type Config } from '@app/config';
 import { JobRegistry } from '@app/jobs';
 import { type Logger, LOGGER } from '@app/logging';
-import { CLAIM_MS, DEAD_LETTER_PAGE, type DeadLetter, deadLetterClaimsKey, deadLetterKey, deadLetterOf, deadLettersKey, type DeadLetterPage, RETURN_LAPSED_CLAIMS } from '@app/queue';
+import { bullKey, CLAIM_MS, DEAD_LETTER_PAGE, type DeadLetter, deadLetterClaimsKey, deadLetterKey, deadLetterOf, deadLettersKey, type DeadLetterPage, replayJobId, RETURN_LAPSED_CLAIMS, SETTLE_CLAIMS } from '@app/queue';
 import type { RedisClient } from '@app/redis';
 import { ApiError } from '../http/api-error';
 import type { ArchivedJob, JobArchive } from '../jobs/job-archive';
@@ -61,7 +61,7 @@ export interface ReplayAnswer {
 
 /** Entries one queue's walk looks at, at most, per script call (see DEAD_LETTER_PAGE). */
 const SCAN_BUDGET = 1000;
-/** How often every replica puts the dead letters of lapsed claims back (see RETURN_LAPSED_CLAIMS), and how many per queue and call. */
+/** How often every replica settles the lapsed claims of replays (see RETURN_LAPSED_CLAIMS), and how many per queue and call. */
 const RETURN_EVERY_MS = 5000;
 const RETURN_BATCH = 1000;
 
@@ -103,15 +103,32 @@ export class DeadLetters implements JobArchive, OnApplicationBootstrap, OnApplic
   }
 
   /**
-   * Puts back the dead letters whose replay claimed them and never submitted them (its API replica
-   * died in between): their claim has lapsed (CLAIM_MS), so no replay is still at work on them.
+   * Settles the dead letters whose replay claimed them and did not record a job for them: their claim
+   * has lapsed (CLAIM_MS), so no replay is still at work on them. Those whose job (under the id
+   * derived from them) exists were submitted and get the record their replay lost; the others (its
+   * API replica died before the submission) are dead letters again.
    */
   private async returnLapsed(): Promise<void> {
     if (this.redis.status !== 'ready') return;
     try {
       for (const queue of this.registry.queues()) {
-        const back = (await RETURN_LAPSED_CLAIMS.run(this.redis, deadLettersKey(this.prefix, queue), deadLetterClaimsKey(this.prefix, queue), Date.now(), deadLetterKey(this.prefix, queue, ''), RETURN_BATCH)) as number;
+        const [back, recorded] = (await RETURN_LAPSED_CLAIMS.run(
+          this.redis,
+          deadLettersKey(this.prefix, queue),
+          deadLetterClaimsKey(this.prefix, queue),
+          Date.now(),
+          deadLetterKey(this.prefix, queue, ''),
+          RETURN_BATCH,
+          bullKey(this.prefix, queue, ''),
+        )) as [number, string[]];
         if (back > 0) this.logger.warn({ queue, returned: back }, `dead letters: ${back} claimed by a replay that did not finish are dead letters again`);
+        if (recorded.length === 0) continue;
+        this.logger.warn({ queue, recorded: recorded.length / 2 }, `dead letters: ${recorded.length / 2} submitted by a replay that did not record it now name their new job`);
+        // Their other owners may have missed the new job too (written with the lost record).
+        for (let i = 0; i < recorded.length; i += 2) {
+          const letter = deadLetterOf(recorded[i], queue, await this.redis.hgetall(deadLetterKey(this.prefix, queue, recorded[i])));
+          if (letter) await Promise.all(this.follow(letter, queue, recorded[i + 1]));
+        }
       }
     } catch (error) {
       this.logger.warn({ err: error }, 'dead letters: could not return the lapsed claims of replays; retrying');
@@ -163,11 +180,13 @@ export class DeadLetters implements JobArchive, OnApplicationBootstrap, OnApplic
    * Replays up to `limit` dead letters the filter takes as new jobs (dryRun: names them, changes
    * nothing). Each is claimed first, atomically (moved from its queue's index to its claims, for
    * CLAIM_MS), so a concurrent or later replay never takes it again; it then goes through the submit
-   * pipeline as its first owner's submission (its tags too), its other owners are added, and its
-   * hash names the new job (`replayedAs`, what GET /v1/jobs/{old id} shows) as its claim goes. One
-   * that cannot be submitted goes back. A submission that fails (Redis away) ends the replay: that
-   * group and those after it go back, are answered in `skipped`, and the answer still names what
-   * was replayed before; what could not even go back returns when its claim lapses.
+   * pipeline as its first owner's submission (its tags too) under an id derived from it
+   * (replayJobId), its other owners are added, and its hash names the new job (`replayedAs`, what
+   * GET /v1/jobs/{old id} shows) as its claim goes. One that cannot be submitted goes back. A
+   * submission that fails (Redis away) ends the replay: that group and those after it are settled
+   * (putBack: back, and answered in `skipped`, unless their job was added after all), and the answer
+   * still names what was replayed before. What could not be settled, or was submitted and not
+   * recorded (that write failed), is settled by the sweep once its claim lapses.
    */
   async replay(request: ReplayRequest, admin: string | undefined, requestId?: string): Promise<ReplayAnswer> {
     const letters: DeadLetter[] = [];
@@ -219,16 +238,51 @@ export class DeadLetters implements JobArchive, OnApplicationBootstrap, OnApplic
   }
 
   /**
-   * Puts `letters`, claimed by this replay, back in their queues' dead letters and answers them in
-   * `skipped` with `code`. why not thrown on a Redis error: the claims lapse and the sweep puts them back.
+   * Gives up this replay's claims of `letters` (SETTLE_CLAIMS) and answers each: one whose job exists
+   * under its derived id (its submission added the job, then failed) as replayed, its record written
+   * now; the others are dead letters again, in `skipped` with `code`. why not thrown on a Redis
+   * error: the claims lapse and the sweep settles them alike.
    */
   private async putBack(letters: readonly DeadLetter[], answer: ReplayAnswer, code: string, detail: string): Promise<void> {
-    answer.skipped.push(...letters.map((letter) => ({ id: letter.id, code, detail })));
-    await Promise.all(
-      letters.map((letter) =>
-        Promise.all([this.redis.zadd(deadLettersKey(this.prefix, letter.queue), letter.failedAt, letter.id), this.redis.zrem(deadLetterClaimsKey(this.prefix, letter.queue), letter.id)]),
-      ),
-    ).catch((error: unknown) => this.logger.warn({ err: error, ids: letters.map((letter) => letter.id) }, 'dead letters: could not put back what a replay did not submit; its claims lapse'));
+    if (letters.length === 0) return;
+    const queues = [...new Set(letters.map((letter) => letter.queue))];
+    const settled = await Promise.all(
+      queues.map(async (queue) => {
+        const ids = letters.filter((letter) => letter.queue === queue).map((letter) => letter.id);
+        const named = (await SETTLE_CLAIMS.run(this.redis, deadLettersKey(this.prefix, queue), deadLetterClaimsKey(this.prefix, queue), Date.now(), deadLetterKey(this.prefix, queue, ''), bullKey(this.prefix, queue, ''), ...ids)) as string[];
+        return ids.map((id, i) => [`${queue}\n${id}`, named[i]] as const);
+      }),
+    ).then(
+      (pairs) => new Map(pairs.flat()),
+      (error: unknown) => {
+        this.logger.warn({ err: error, ids: letters.map((letter) => letter.id) }, 'dead letters: could not put back what a replay did not submit; its claims lapse');
+        return new Map<string, string>();
+      },
+    );
+    const follows: Array<Promise<unknown>> = [];
+    for (const letter of letters) {
+      const job = settled.get(`${letter.queue}\n${letter.id}`);
+      if (!job) {
+        answer.skipped.push({ id: letter.id, code, detail });
+        continue;
+      }
+      this.count(letter, job, answer);
+      follows.push(...this.follow(letter, letter.queue, job));
+    }
+    await Promise.all(follows).catch((error: unknown) => this.logger.warn({ err: error }, 'dead letters: could not make the other owners of replayed dead letters owners of their new jobs'));
+  }
+
+  /** Answers `letter` as replayed as `job`, and counts it. */
+  private count(letter: DeadLetter, job: string, answer: ReplayAnswer): void {
+    answer.replayed++;
+    answer.originals.push(letter.id);
+    answer.jobs.push(job);
+    this.metrics.replayed(letter.type);
+  }
+
+  /** Makes the other owners of `letter` (its first one submitted its replay) owners of `job` of `queue`, with the tags each gave the old job. */
+  private follow(letter: DeadLetter, queue: string, job: string): Array<Promise<void>> {
+    return letter.owners.slice(1).map((other) => this.owners.add(queue, [job], other, [], letter.tags[other]?.split(',') ?? []));
   }
 
   /**
@@ -258,7 +312,15 @@ export class DeadLetters implements JobArchive, OnApplicationBootstrap, OnApplic
     }
     if (prepared.length === 0) return;
     const tags = first.tags[this.owners.listed(scope)]?.split(',') ?? [];
-    const outcomes = await this.pipeline.accept(def, prepared.map(({ job }) => job), { scope, submission: { requestId, tags }, wait: false });
+    const outcomes = await this.pipeline.accept(def, prepared.map(({ job }) => job), {
+      scope,
+      submission: { requestId, tags },
+      wait: false,
+      // why an id derived from the dead letter: if the record below is lost, a second submission of
+      // the same entry finds the job this one added (BullMQ adds an id once) instead of running it again.
+      idFor: (i) => replayJobId(prepared[i].letter.id, prepared[i].letter.failedAt),
+      takeover: true,
+    });
     const now = Date.now();
     const writes: Array<Promise<unknown>> = [];
     outcomes.forEach((outcome, i) => {
@@ -268,12 +330,8 @@ export class DeadLetters implements JobArchive, OnApplicationBootstrap, OnApplic
         return;
       }
       const id = outcome.kind === 'joined' ? outcome.id : outcome.view.id;
-      answer.replayed++;
-      answer.originals.push(letter.id);
-      answer.jobs.push(id);
-      this.metrics.replayed(def.name);
-      // Its other owners follow the new job too, with the tags each gave the old one.
-      for (const other of letter.owners.slice(1)) writes.push(this.owners.add(def.queue, [id], other, [], letter.tags[other]?.split(',') ?? []));
+      this.count(letter, id, answer);
+      writes.push(...this.follow(letter, def.queue, id));
       // why the name before the claim goes: a claim that lapsed meanwhile must not bring it back (RETURN_LAPSED_CLAIMS).
       writes.push(this.redis.hset(deadLetterKey(this.prefix, letter.queue, letter.id), 'replayedAs', id, 'replayedAt', String(now)).then(() => this.redis.zrem(deadLetterClaimsKey(this.prefix, letter.queue), letter.id)));
     });

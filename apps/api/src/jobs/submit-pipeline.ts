@@ -27,9 +27,9 @@ export interface AcceptOptions {
   /** The caller waits (`Prefer: wait`): listen to each job before it can end. */
   wait: boolean;
   timing?: ServerTiming;
-  /** The id a new job of `jobs[index]` gets (an Idempotency-Key's planned ids); a fresh UUID otherwise. */
+  /** The id a new job of `jobs[index]` gets (an Idempotency-Key's planned ids, a dead letter's replay's); a fresh UUID otherwise. */
   idFor?: (index: number) => string;
-  /** An Idempotency-Key's claim is taken over: a job under a planned id may exist already. */
+  /** A job under a planned id may exist already (an Idempotency-Key's claim taken over, a dead letter replayed again). */
   takeover?: boolean;
   /** Called right before the add (see Claim.adding). */
   adding?: () => void;
