@@ -1,4 +1,4 @@
-export type { JobData } from './job-data';
+export { contentKeyOf, type JobData } from './job-data';
 export { blobLeaseKey, BULL_STRUCTURES, bullKey, childJobId, deadLetterClaimsKey, deadLetterKey, deadLettersKey, fairKey, jobTagsKey, listingEndsKey, listingKey, noticeChannel, ownersKey, queueKeys, queuePrefix, replayJobId, SCHEDULED_JOB_ID, scheduledJobId, schedulerId, uploadKey, watchersKey, WEBHOOK_QUEUE, webhookDeliveryId } from './queue.keys';
 export { jobOptions } from './job-options';
 export { checkSchedules, nextRunOf, scheduledJob } from './schedules';

@@ -11,11 +11,13 @@ export interface JobData {
   /** Version of the job type the input was validated against. */
   version: number;
   /**
-   * Content key (type, version, input hash, and scope for a `share: 'caller'` type): the
-   * deduplication id. The worker caches a result under the key it computes itself from the
-   * validated input (see the pool thread), never under this one.
+   * Content key (type, version, input hash, and scope for a `share: 'caller'` type): where the
+   * worker looks for a cached result before running (see contentKeyOf). The worker caches a result
+   * under the key it computes itself from the validated input (see the pool thread), never under
+   * this one. Absent on the jobs the API adds: their deduplication id is the same key, which BullMQ
+   * keeps in the job's hash already (`deid`); why: 65 bytes less in every job's hash.
    */
-  key: string;
+  key?: string;
   /** The files the job takes (see JobDefinition.files), by name: references to the blob store, part of `key`. */
   files?: Record<string, FileRef>;
   /** The submitting caller's scope, for a `share: 'caller'` type only: part of its content key. */
@@ -41,4 +43,9 @@ export interface JobData {
   chunks?: number;
   /** A fan-out's child: its parent and its place among the chunks. */
   parent?: { id: string; index: number; of: number };
+}
+
+/** The content key of a job: its data's, or else its deduplication id (see JobData.key). */
+export function contentKeyOf(job: { readonly data: JobData; readonly deduplicationId?: string }): string | undefined {
+  return job.data.key ?? job.deduplicationId;
 }

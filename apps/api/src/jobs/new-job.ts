@@ -39,13 +39,14 @@ export function newJob(job: PreparedJob, jobId: string, submission: Submission, 
   const { def, inputJson, key, scope, files } = job;
   return {
     name: def.name,
-    data: { inputJson, version: def.version, key, ...(scope === undefined ? {} : { scope }), ...(files && { files }), requestId: submission.requestId, ...(startBy === undefined ? {} : { startBy }), ...(caller === undefined ? {} : { caller }) },
+    data: { inputJson, version: def.version, ...(scope === undefined ? {} : { scope }), ...(files && { files }), requestId: submission.requestId, ...(startBy === undefined ? {} : { startBy }), ...(caller === undefined ? {} : { caller }) },
     opts: {
       jobId,
       ...jobOptions(def, retentionSeconds),
       // why: the deduplication key lives until the job completes or fails, so identical submissions
       // from any replica join the job in flight. The worker writes the cache before completing, so
-      // once the key is released the cache answers instead.
+      // once the key is released the cache answers instead. It is also the job's content key, which
+      // its data then leaves out (see JobData.key).
       deduplication: { id: key },
       ...(caller !== undefined && { delay: PARK_DELAY_MS }),
     },

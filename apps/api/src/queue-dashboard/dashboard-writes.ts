@@ -63,9 +63,12 @@ export function validateDashboardWrites(fastify: FastifyInstance, base: string, 
     if (!job) throw new ApiError('JOB_NOT_FOUND', `No job with id "${jobId}" in queue "${queueName}"`);
     if (job.data.chunks !== undefined) throw new ApiError('INVALID_INPUT', 'A fan-out job that has split into chunks cannot be edited');
     const def = definitionOf(job.name, queueName);
-    const { data } = newJob(prepareJob(def, inputOf(body.jobData), job.data.scope ?? DASHBOARD_SCOPE, job.data.files), job.id!, { requestId: request.id }, config.jobRetentionSeconds);
+    const prepared = prepareJob(def, inputOf(body.jobData), job.data.scope ?? DASHBOARD_SCOPE, job.data.files);
+    const { data } = newJob(prepared, job.id!, { requestId: request.id }, config.jobRetentionSeconds);
     // The job keeps its files and what ties it to a schedule or a parent; its input, version and key are the new ones.
-    body.jobData = { ...data, ...(job.data.schedule ? { schedule: job.data.schedule } : {}), ...(job.data.parent ? { parent: job.data.parent } : {}) };
+    // why the key in the data: the job keeps its deduplication id, the old input's key, which the
+    // worker would otherwise take for its content key (see JobData.key).
+    body.jobData = { ...data, key: prepared.key, ...(job.data.schedule ? { schedule: job.data.schedule } : {}), ...(job.data.parent ? { parent: job.data.parent } : {}) };
   });
 
   fastify.addHook('onRoute', (route) => {

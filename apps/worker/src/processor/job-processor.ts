@@ -4,7 +4,7 @@ import { ResultCache } from '@app/cache';
 import { CONFIG, type Config } from '@app/config';
 import { CodedJobError, isRetried, JobFailureCode, JobRegistry, knownVersions, parseFailure, runnerOf } from '@app/jobs';
 import { type Logger, LOGGER } from '@app/logging';
-import { listUntil, ownersKey, pastDeadline, queuePrefix, startDeadlinesKey, SWEEP_GRACE_SECONDS } from '@app/queue';
+import { contentKeyOf, listUntil, ownersKey, pastDeadline, queuePrefix, startDeadlinesKey, SWEEP_GRACE_SECONDS } from '@app/queue';
 import type { RedisClient } from '@app/redis';
 import { SPAN_ATTRIBUTES, type Tracing, TRACING } from '@app/tracing';
 import { JobPool, type RunOptions } from '../pool/job-pool';
@@ -261,7 +261,8 @@ export class JobProcessor implements OnApplicationBootstrap {
     // without it). A schedule's tick and a fan-out chunk were added without a look at all. why not an
     // inline type: running it again costs less than the look (a round trip to Redis on every job).
     if (def.cacheTtlSeconds > 0 && !def.inline) {
-      const cached = await this.cache.get(job.data.key).catch(() => undefined);
+      const dataKey = contentKeyOf(job);
+      const cached = dataKey === undefined ? undefined : await this.cache.get(dataKey).catch(() => undefined);
       // A cached result whose file a sweep removed is no answer: the job runs.
       if (cached && (!FileLeases.uses(job.data.files, cached.result) || (await this.fileLeases.hold(def, job.data.files, cached.result)).length === 0)) {
         this.metrics.completed(def.name, job.queueName, Date.now() - job.timestamp);
@@ -303,8 +304,8 @@ export class JobProcessor implements OnApplicationBootstrap {
       const finishedAt = Date.now();
       this.metrics.ended(def.name, 'completed', finishedAt - startedAt);
       if (job.data.parent) void this.notifier.childProgress(job, 100).catch(() => undefined);
-      // why the thread's key, not job.data.key: job data could name another input's key (cache poisoning).
-      if (key !== job.data.key) log().warn({ dataKey: job.data.key, key }, "job data named another content key than its input gives; caching under the input's");
+      // why the thread's key, not the job's (contentKeyOf): job data could name another input's key (cache poisoning).
+      if (key !== contentKeyOf(job)) log().warn({ dataKey: contentKeyOf(job), key }, "job data named another content key than its input gives; caching under the input's");
       // The cache writes, the owners' expiry and BullMQ's completion after them leave in one write (coalesceWrites).
       const caching = this.cacheWriter
         .set(key, { id: job.id!, type: def.name, result, attempts: job.attemptsMade + 1, createdAt: job.timestamp, startedAt: job.processedOn ?? startedAt, finishedAt }, def.cacheTtlSeconds)
