@@ -4,7 +4,9 @@
  *
  * - `serial`: the suites that load both cores or time what they measure (chaos, isolation, schedule
  *   ticks, the bench smoke…), one at a time, as they would run alone;
- * - `parallel`: every other suite (mostly waiting on the apps and Redis), two at a time.
+ * - `parallel`: every other suite (mostly waiting on the apps and Redis), two at a time
+ *   (TEST_PARALLEL_WORKERS=<n>: n at a time; its suites used 394 CPU-s in 1,296 s of suite time
+ *   on 2026-11-28, ~0.3 of a core each, so more than two may end the lane sooner on a quiet host).
  *
  * why lanes, not Jest's workers for everything: two CPU-heavy suites side by side on two cores make
  * each other's timings lie; one heavy suite beside light ones does not. Suites isolate themselves by
@@ -27,6 +29,8 @@ const logs = mkdtempSync(join(tmpdir(), 'nest-offload-test-lanes-'));
 // why one for every step: the tools and the apps both lanes start load the same modules (see test/support/global-setup.ts).
 const compileCache = { NODE_COMPILE_CACHE: join(logs, 'node-compile-cache') };
 const extra = process.argv.slice(2);
+const parallelWorkers = process.env.TEST_PARALLEL_WORKERS ?? '2';
+if (!/^[1-9]\d*$/.test(parallelWorkers)) throw new Error(`TEST_PARALLEL_WORKERS must be a whole number of workers, not "${parallelWorkers}"`);
 const started = Date.now();
 const elapsed = () => `${Math.round((Date.now() - started) / 1000)} s`;
 
@@ -58,7 +62,7 @@ const results = await Promise.all([
   step('lint', [tsc, '-p', 'tsconfig.json', '--noEmit'], {}),
   step('eslint', [eslint, '--cache', '--cache-location', 'node_modules/.cache/eslint/', 'apps', 'libs', 'test', 'scripts', 'bench'], {}),
   step('serial', [jest, '--runInBand', ...extra], { TEST_LANE: 'serial' }, suiteLine),
-  step('parallel', [jest, '--maxWorkers=2', ...extra], { TEST_LANE: 'parallel' }, suiteLine),
+  step('parallel', [jest, `--maxWorkers=${parallelWorkers}`, ...extra], { TEST_LANE: 'parallel' }, suiteLine),
 ]);
 let failed = false;
 for (const { name, code, log } of results) {
