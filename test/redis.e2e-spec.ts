@@ -90,14 +90,15 @@ describe('when Redis is away, refuses or freezes', () => {
       expect({ job, who, connection: written?.connection, confirmed }).toEqual({ job, who, connection: 'nest-offload:api-submit', confirmed: true });
     }
     // With API keys, a new job is parked in its caller's share (fair share's script) after the add:
-    // the same WAIT covers the add and the park. The joiner added nothing, so parked nothing.
+    // the same WAIT covers the add and the park. The joiner added nothing, so parked nothing: its
+    // park, sent with its add before the add's answer says it joined, names only the id it planned.
     const parks = commands.filter((c) => /^eval(sha)?$/i.test(c.args[0]) && c.args.includes('park'));
     for (const job of [done.body.id, id]) {
       const at = commands.findIndex((c) => parks.includes(c) && c.args.includes(job));
       const confirmed = commands.slice(at).some((c) => c.args[0].toLowerCase() === 'wait' && c.connection === commands[at]?.connection);
       expect({ job, connection: commands[at]?.connection, confirmed }).toEqual({ job, connection: 'nest-offload:api-submit', confirmed: true });
     }
-    expect(parks.filter((c) => c.args.includes('bob'))).toEqual([]);
+    expect(parks.filter((c) => c.args.includes('bob') && c.args.includes(id))).toEqual([]);
   });
 
   it('answers 503 to a DELETE whose watch and publish Redis refuses, and lives on', async () => {

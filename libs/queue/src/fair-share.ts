@@ -9,27 +9,35 @@ import { bullKey, fairKey } from './queue.keys';
  * a whole BullMQ job (its id, data, deduplication, events, cancel and start deadline work as for any
  * queued job), but no worker takes it. Its id also goes into its caller's waiting set (a sorted set
  * ordered by the job's priority, then by arrival, so priorities keep their meaning within a caller),
- * and the caller into the queue's ring of callers that have jobs waiting and room to run one.
+ * and the caller into the queue's ring of callers that have jobs waiting and room to run one. When
+ * the ring is empty, the caller has room and BullMQ holds no job waiting, the park releases the job
+ * at once instead (the single-caller fast path: nobody's turn can come first).
  *
  * Releasing moves the head job of the ring's next caller from `delayed` into BullMQ's wait list (or
  * prioritized set) exactly as BullMQ's promote script does, and into the caller's running set, but
- * only while BullMQ holds fewer than RELEASE_AHEAD jobs waiting: a job is released when a slot frees
- * (a worker finished one, or asks for one), so every caller with jobs waiting gets the next slot in
- * turn. A caller at its limit (CALLER_CONCURRENCY) leaves the ring until one of its jobs ends.
+ * only while BullMQ holds fewer jobs waiting than the slots about to take one: RELEASE_AHEAD for a
+ * park, and for a worker one per slot of its own whose job is ending or that asks for one. A job is
+ * released when a slot frees (a worker's job ends, before BullMQ records it, so the fetch BullMQ
+ * chains onto the completion finds it; or a worker asks), so every caller with jobs waiting gets the
+ * next slot in turn, and a new caller's job waits behind at most one released job per slot. A caller
+ * at its limit (CALLER_CONCURRENCY) leaves the ring until one of its jobs ends.
  *
  * "Running" is released and not yet finished (waiting in BullMQ, active, or in a retry's backoff),
  * read from BullMQ's own record: a released job leaves the running set once its hash is gone or has
- * `finishedOn`. The worker settles each job it ran at once; `heal`, run by every worker every
- * HEAL_INTERVAL_MS, settles what nobody did (a worker killed between BullMQ's completion and its
- * settle, a job BullMQ failed as stalled too often, a released job removed while waiting), so no
- * caller's count stays up after a fault. A job a stalled worker held stays released (BullMQ puts it
- * back in wait) and so counted, until it ends. \`heal\` also gives back to its caller's share a job
- * parked in BullMQ whose share a failover lost (see the script).
+ * `finishedOn`. For a caller without a limit, whose count decides nothing, the worker takes the job
+ * out when its run ends (the same call that releases ahead), so a retry's backoff is not counted.
+ * The worker settles each job of a limited caller it ran once BullMQ recorded its end; `heal`, run
+ * by every worker every HEAL_INTERVAL_MS, settles what nobody did (a worker killed between BullMQ's
+ * completion and its settle, a job BullMQ failed as stalled too often, a released job removed while
+ * waiting), so no caller's count stays up after a fault. A job a stalled worker held stays released
+ * (BullMQ puts it back in wait) and so counted, until it ends. \`heal\` also gives back to its
+ * caller's share a job parked in BullMQ whose share a failover lost (see the script).
  *
- * Cost per job: one script at submission (in the add's own round trip) and one when it ends (not
- * awaited), each touching O(1) keys: the ring is popped and pushed, never scanned. `heal` reads every
- * known caller (bounded by API_KEYS) and their running jobs (bounded by the jobs in flight), once per
- * interval per worker, not per job.
+ * Cost per job: one script at submission (in the add's own write) and one when its run ends (in
+ * BullMQ's completion's write, not awaited; a second after the completion for a caller with a
+ * limit), each touching O(1) keys: the ring is popped and pushed, never scanned. `heal` reads every
+ * known caller (bounded by API_KEYS) and their running jobs (bounded by the jobs in flight), once
+ * per interval per worker, not per job.
  *
  * test/bullmq-internals.e2e-spec.ts pins what this copies from BullMQ (the promote script's steps,
  * the delayed and finishedOn fields) and test/tenancy.e2e-spec.ts the behaviour.
@@ -37,7 +45,7 @@ import { bullKey, fairKey } from './queue.keys';
 
 /** How far in the future a parked job is due: never, in practice (a release promotes it long before). */
 export const PARK_DELAY_MS = 365 * 24 * 3600 * 1000;
-/** Jobs BullMQ may hold waiting before the next one is released: the fewer, the fairer. */
+/** Jobs BullMQ may hold waiting before a park releases the next one: the fewer, the fairer (a worker asks for one per slot about to take one). */
 export const RELEASE_AHEAD = 1;
 /** How often each worker settles what no one settled (see `heal`). */
 export const HEAL_INTERVAL_MS = 2000;
@@ -60,9 +68,9 @@ local function below(c)
   local limit = tonumber(rcall('HGET', limits, c)) or 0
   return limit == 0 or rcall('SCARD', runningOf(c)) < limit
 end
--- Into the ring, once: a caller with jobs waiting and room to run one.
-local function offer(c)
-  if rcall('SISMEMBER', inRing, c) == 0 and rcall('ZCARD', waitingOf(c)) > 0 and below(c) then
+-- Into the ring, once: a caller with jobs waiting and room to run one (\`out\`: known not in it).
+local function offer(c, out)
+  if (out or rcall('SISMEMBER', inRing, c) == 0) and rcall('ZCARD', waitingOf(c)) > 0 and below(c) then
     rcall('RPUSH', ring, c)
     rcall('SADD', inRing, c)
   end
@@ -88,10 +96,10 @@ local function promote(id)
   rcall('XADD', eventsKey, '*', 'event', 'waiting', 'jobId', id, 'prev', 'delayed') -- promote
   rcall('HSET', jobKey, 'delay', 0) -- promote
 end
--- Releases the next callers' head jobs while BullMQ holds fewer than RELEASE_AHEAD waiting.
-local function fill()
+-- Releases the next callers' head jobs while BullMQ holds fewer than \`ahead\` waiting.
+local function fill(ahead)
   local released, tries = 0, 0
-  while tries < 32 and rcall('LLEN', waitKey) + rcall('ZCARD', prioritizedKey) < ${RELEASE_AHEAD} do
+  while tries < 32 and rcall('LLEN', waitKey) + rcall('ZCARD', prioritizedKey) < ahead do
     local c = rcall('LPOP', ring)
     if not c then break end
     rcall('SREM', inRing, c)
@@ -107,7 +115,7 @@ local function fill()
         released = released + 1
       end
     end
-    offer(c)
+    offer(c, true)
   end
   return released
 end
@@ -115,21 +123,49 @@ if op == 'park' then
   local c = ARGV[4]
   rcall('HSET', limits, c, ARGV[5])
   local waiting = waitingOf(c)
+  local t = rcall('TIME')
+  local floor = (tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + ${PARK_DELAY_MS / 2}) * 0x1000
+  local seen, direct = 0, true
   for i = 6, #ARGV, 2 do
     local id = ARGV[i]
-    -- why the check: a submission that joined an identical job planned an id no job has.
-    if rcall('ZSCORE', delayedKey, id) and rcall('SISMEMBER', runningOf(c), id) == 0 then
-      local n = rcall('INCR', seq)
-      if rcall('ZADD', waiting, 'NX', tonumber(ARGV[i + 1]) * 0x100000000 + n % 0x100000000, id) == 1 then rcall('ZADD', parked, n, id) end
+    local due = tonumber(rcall('ZSCORE', delayedKey, id))
+    -- why the checks: a submission that joined an identical job planned an id no job has (nor will),
+    -- and a job under a taken-over id may be released already (or in a retry's backoff, due soon).
+    if due and due >= floor then
+      seen = seen + 1
+      -- The single-caller fast path: nobody's turn is waiting (the ring is empty), the caller has room
+      -- and BullMQ holds no job waiting: released at once, with none of the share's bookkeeping. One
+      -- parked job in this call parks the rest after it (the caller's order).
+      direct = direct and rcall('LLEN', ring) == 0 and rcall('LLEN', waitKey) + rcall('ZCARD', prioritizedKey) < ${RELEASE_AHEAD} and below(c)
+      if direct then
+        rcall('ZREM', delayedKey, id)
+        promote(id)
+        rcall('SADD', runningOf(c), id)
+      else
+        local n = rcall('INCR', seq)
+        if rcall('ZADD', waiting, 'NX', tonumber(ARGV[i + 1]) * 0x100000000 + n % 0x100000000, id) == 1 then rcall('ZADD', parked, n, id) end
+      end
+    elseif due or rcall('EXISTS', bullBase .. id) == 1 then
+      seen = seen + 1
     end
   end
   offer(c)
-  return fill()
+  return {seen, fill(${RELEASE_AHEAD})}
 elseif op == 'settle' then
-  local c = ARGV[4]
-  for i = 5, #ARGV do settle(c, ARGV[i]) end
+  local c = ARGV[5]
+  for i = 6, #ARGV do settle(c, ARGV[i]) end
   offer(c)
-  return fill()
+  return fill(tonumber(ARGV[4]))
+elseif op == 'end' then
+  -- A job's run ended, its completion not yet recorded: release ahead, so that the fetch BullMQ
+  -- chains onto the completion finds a job. A caller without a limit has its job settled now: its
+  -- running count decides nothing, and this saves a settle after the completion. why not a caller
+  -- with a limit: its next job must not start before BullMQ has recorded this one's end.
+  local c, id = ARGV[5], ARGV[6]
+  local unlimited = (tonumber(rcall('HGET', limits, c)) or 0) == 0
+  if unlimited then rcall('SREM', runningOf(c), id) end
+  fill(tonumber(ARGV[4]))
+  return unlimited and 1 or 0
 elseif op == 'forget' then
   local forgotten = 0
   for i = 4, #ARGV do
@@ -168,9 +204,9 @@ elseif op == 'heal' then
     for _, id in ipairs(rcall('SMEMBERS', runningOf(c))) do settle(c, id) end
     offer(c)
   end
-  return {#callers, fill()}
+  return {#callers, fill(${RELEASE_AHEAD})}
 elseif op == 'fill' then
-  return fill()
+  return fill(tonumber(ARGV[4]))
 elseif op == 'counts' then
   local out = {}
   for _, c in ipairs(rcall('HKEYS', limits)) do
@@ -187,19 +223,30 @@ return redis.error_reply('fair-share: unknown operation ' .. tostring(op))`,
 
 /** The keys and leading arguments of every call of the script for `queue`. */
 function head(prefix: string, queue: string, op: string): string[] {
-  const fair = (part: string) => fairKey(prefix, queue, part);
-  const bull = (structure: string) => bullKey(prefix, queue, structure);
-  return [
-    fair('ring'),
-    fair('in-ring'),
-    fair('limits'),
-    fair('parked'),
-    fair('seq'),
-    ...['delayed', 'wait', 'meta', 'prioritized', 'active', 'pc', 'events', 'marker'].map(bull),
-    fair(''),
-    bull(''),
-    op,
-  ];
+  return [...keysOf(prefix, queue), op];
+}
+
+/** The keys and key bases of `queue`, built once per queue: the script is called once or twice per job. */
+const keysByQueue = new Map<string, readonly string[]>();
+function keysOf(prefix: string, queue: string): readonly string[] {
+  const at = `${prefix}\n${queue}`;
+  let keys = keysByQueue.get(at);
+  if (!keys) {
+    const fair = (part: string) => fairKey(prefix, queue, part);
+    const bull = (structure: string) => bullKey(prefix, queue, structure);
+    keys = [
+      fair('ring'),
+      fair('in-ring'),
+      fair('limits'),
+      fair('parked'),
+      fair('seq'),
+      ...['delayed', 'wait', 'meta', 'prioritized', 'active', 'pc', 'events', 'marker'].map(bull),
+      fair(''),
+      bull(''),
+    ];
+    keysByQueue.set(at, keys);
+  }
+  return keys;
 }
 
 /** One parked job: its id and its BullMQ priority (0: none). */
@@ -210,16 +257,33 @@ export interface ParkedJob {
 
 /**
  * Parks `jobs` (just added to `queue` as delayed by PARK_DELAY_MS) as the caller's, with its
- * concurrency limit (0: none), and releases what may run now. Ids of jobs not in `delayed` (a
- * planned id that joined another job) are skipped. Send it on the add's connection, after the add.
+ * concurrency limit (0: none), and releases what may run now. Ids not parked in `delayed` (a planned
+ * id that joined another job, a job already released) are skipped. Send it on the add's connection,
+ * after the add. Resolves with how many of `jobs` BullMQ had when it ran: fewer than the add created
+ * means it ran before the add (nothing lost: send it again).
  */
-export function park(redis: RedisClient, prefix: string, queue: string, caller: string, limit: number, jobs: readonly ParkedJob[]): Promise<unknown> {
-  return FAIR_SHARE.run(redis, ...head(prefix, queue, 'park'), caller, String(limit), ...jobs.flatMap((job) => [job.id, String(job.priority)]));
+export async function park(redis: RedisClient, prefix: string, queue: string, caller: string, limit: number, jobs: readonly ParkedJob[]): Promise<number> {
+  if (jobs.length === 0) return 0;
+  const [seen] = (await FAIR_SHARE.run(redis, ...head(prefix, queue, 'park'), caller, String(limit), ...jobs.flatMap((job) => [job.id, String(job.priority)]))) as [number, number];
+  return seen;
 }
 
-/** Takes the caller's jobs of `ids` that BullMQ has finished (or no longer has) out of its running set, and releases what may run now. */
-export function settle(redis: RedisClient, prefix: string, queue: string, caller: string, ids: readonly string[]): Promise<unknown> {
-  return FAIR_SHARE.run(redis, ...head(prefix, queue, 'settle'), caller, ...ids);
+/**
+ * Takes the caller's jobs of `ids` that BullMQ has finished (or no longer has) out of its running set,
+ * and releases what may run now, until BullMQ holds `ahead` jobs waiting.
+ */
+export function settle(redis: RedisClient, prefix: string, queue: string, caller: string, ids: readonly string[], ahead = RELEASE_AHEAD): Promise<unknown> {
+  return FAIR_SHARE.run(redis, ...head(prefix, queue, 'settle'), String(ahead), caller, ...ids);
+}
+
+/**
+ * The caller's job `id` ended its run and BullMQ is about to record it: releases until BullMQ holds
+ * `ahead` jobs waiting (so the fetch chained onto the completion finds one), and settles the job now
+ * if its caller has no concurrency limit. Resolves with true if it did (no settle needed after the
+ * completion). Send it on BullMQ's connection, before the completion.
+ */
+export async function ending(redis: RedisClient, prefix: string, queue: string, caller: string, id: string, ahead: number): Promise<boolean> {
+  return (await FAIR_SHARE.run(redis, ...head(prefix, queue, 'end'), String(ahead), caller, id)) === 1;
 }
 
 /**
@@ -232,9 +296,9 @@ export function forgetParked(redis: RedisClient, prefix: string, queue: string, 
   return FAIR_SHARE.run(redis, ...head(prefix, queue, 'forget'), ...ids);
 }
 
-/** Releases what may run now, if anything is parked in `queue`; resolves with the number released. */
-export async function release(redis: RedisClient, prefix: string, queue: string): Promise<number> {
-  return (await FAIR_SHARE.run(redis, ...head(prefix, queue, 'fill'))) as number;
+/** Releases what may run now, until BullMQ holds `ahead` jobs waiting in `queue`; resolves with the number released. */
+export async function release(redis: RedisClient, prefix: string, queue: string, ahead = RELEASE_AHEAD): Promise<number> {
+  return (await FAIR_SHARE.run(redis, ...head(prefix, queue, 'fill'), String(ahead))) as number;
 }
 
 /**

@@ -9,7 +9,7 @@ export { stopChildren } from './children';
 export { decodeNotice, encodeNotice, NOTICE_RESULT_MAX, notify, notifyChildProgress, notifyProgress } from './notice.protocol';
 export type { JobNotice, JobRecord } from './notice.protocol';
 export { extendDeadline, NO_DEADLINE, pastDeadline, POP_DUE, startDeadlinesKey } from './start-deadlines';
-export { callerShares, forgetParked, heal, HEAL_INTERVAL_MS, park, PARK_DELAY_MS, parkedOf, release, RELEASE_AHEAD, settle } from './fair-share';
+export { callerShares, ending, forgetParked, heal, HEAL_INTERVAL_MS, park, PARK_DELAY_MS, parkedOf, release, RELEASE_AHEAD, settle } from './fair-share';
 export type { CallerShare, ParkedJob } from './fair-share';
 export { listUntil, PAGE, SWEEP_ENDED, SWEEP_GRACE_SECONDS, sweepArgs } from './job-index';
 export { BlobLeases, DELETE_WINDOW_MS, inputLeaseUntil, QUEUED_INPUT_MS, sweepBlobs, type TakenObjects } from './blob-leases';

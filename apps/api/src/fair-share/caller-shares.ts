@@ -29,7 +29,7 @@ export class CallerShares implements Hook {
     return { queued: max === 0 ? 0 : await parkedOf(this.redis, this.config.redisPrefix, queue, caller), max };
   }
 
-  park(connection: RedisClient, queue: string, caller: string, jobs: readonly ParkedJob[]): Promise<unknown> {
+  park(connection: RedisClient, queue: string, caller: string, jobs: readonly ParkedJob[]): Promise<number> {
     return park(connection, this.config.redisPrefix, queue, caller, limitsOf(this.config, caller).concurrency, jobs);
   }
 }

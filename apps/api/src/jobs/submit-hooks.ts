@@ -58,8 +58,11 @@ export interface CallerShares {
   callerOf(scope: string): string | undefined;
   /** The caller's jobs waiting in `queue`, and how many it may have (CALLER_MAX_QUEUED; 0: no limit). */
   queued(queue: string, caller: string): Promise<{ queued: number; max: number }>;
-  /** Parks the caller's new jobs, added delayed by PARK_DELAY_MS; sent on the add's connection, after the add. */
-  park(connection: RedisClient, queue: string, caller: string, jobs: readonly ParkedJob[]): Promise<unknown>;
+  /**
+   * Parks the caller's new jobs, added delayed by PARK_DELAY_MS; sent on the add's connection, after
+   * the add. Resolves with how many of `jobs` the queue had (fewer than added: it ran before the add).
+   */
+  park(connection: RedisClient, queue: string, caller: string, jobs: readonly ParkedJob[]): Promise<number>;
 }
 
 /** Without the capability an Idempotency-Key is ignored, as the IETF draft asks of servers that do not support it. */
@@ -81,7 +84,7 @@ const NO_CALLBACKS: JobCallbacks = {
 const NO_SHARES: CallerShares = {
   callerOf: () => undefined,
   queued: () => Promise.resolve({ queued: 0, max: 0 }),
-  park: () => Promise.resolve(),
+  park: () => Promise.resolve(0),
 };
 
 /**

@@ -3,7 +3,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { type CachedResult, ResultCache } from '@app/cache';
 import { CONFIG, type Config } from '@app/config';
 import type { JobDefinition } from '@app/jobs';
-import { extendDeadline, NO_DEADLINE, startDeadlinesKey } from '@app/queue';
+import { extendDeadline, NO_DEADLINE, type ParkedJob, startDeadlinesKey } from '@app/queue';
 import type { RedisClient } from '@app/redis';
 import { ApiError } from '../http/api-error';
 import type { ServerTiming } from '../http/server-timing';
@@ -114,6 +114,16 @@ export class SubmitPipeline {
       watches.forEach((opened) => opened.close());
       throw error;
     };
+    // Fair share parks the caller's new jobs in the same write as the add, right after it: BullMQ's
+    // add sends its script within this turn's promise jobs, and this runs after them (setImmediate),
+    // before the write leaves (cork.ts uncorks later, in a setImmediate queued after this one when
+    // this turn's first command is the watcher's or the owners' below). Should the add go out later
+    // after all, the park finds fewer of the jobs than the add made, and is sent again after it.
+    let toPark: ParkedJob[] = [];
+    const early =
+      caller === undefined
+        ? undefined
+        : new Promise<number>((resolve, reject) => setImmediate(() => shares.park(connection, def.queue, caller, toPark).then(resolve, reject)));
     // why listen first, and the watchers on the add's own connection: a job can end as soon as it is
     // added; Redis runs a connection's commands in order, so the worker that ends it finds the watcher.
     const planned = options.wait ? adding.map(({ id }) => watch(id)) : [];
@@ -130,15 +140,17 @@ export class SubmitPipeline {
     }
     options.adding?.();
     const newJobs = adding.map(({ i, id }) => newJob(jobs[i], id, options.submission, this.config.jobRetentionSeconds, startBy, caller));
-    const [added] = await Promise.all([
+    toPark = adding.map(({ id }, n) => ({ id, priority: newJobs[n].opts.priority ?? 0 }));
+    const [added, seen] = await Promise.all([
       newJobs.length === 1 ? submitter.add(newJobs[0].name, newJobs[0].data, newJobs[0].opts).then((job) => [job]) : submitter.addBulk(newJobs),
+      early,
       this.owners.add(def.queue, ids, options.scope, hits, tags),
       ...alongside,
     ]).catch(closeAll);
     if (caller !== undefined) {
       // The jobs this add created (not the ones it joined) wait in the caller's share until released.
-      const parked = added.flatMap((job, n) => (job.id === adding[n].id ? [{ id: job.id, priority: newJobs[n].opts.priority ?? 0 }] : []));
-      if (parked.length > 0) await shares.park(connection, def.queue, caller, parked).catch(closeAll);
+      const parked = added.flatMap((job, n) => (job.id === adding[n].id ? [toPark[n]] : []));
+      if (parked.length > (seen ?? 0)) await shares.park(connection, def.queue, caller, parked).catch(closeAll);
     }
     options.timing?.mark('enqueue');
     // One WAIT covers them all: they were written on one connection, before it, in the queue's slot.

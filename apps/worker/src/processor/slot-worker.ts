@@ -109,6 +109,15 @@ export class SlotWorker extends Worker<JobData, unknown, string> {
     return job!;
   }
 
+  // why here: BullMQ records the run's end (and chains its next fetch) right after this returns.
+  protected override async callProcessJob(job: QueueJob, token: string, signal?: AbortSignal): Promise<unknown> {
+    try {
+      return await super.callProcessJob(job, token, signal);
+    } finally {
+      this.fair?.ending(job);
+    }
+  }
+
   override async processJob(job: QueueJob, token: string, fetchNext: () => boolean = () => true): Promise<void | QueueJob> {
     this.fetched.delete(token);
     try {
@@ -118,8 +127,11 @@ export class SlotWorker extends Worker<JobData, unknown, string> {
       while (next) {
         if (next.deferredFailure) this.failedAtPickup(next);
         const ran: QueueJob = next;
-        next = await super.processJob(ran, token, another);
-        this.fair?.ended(ran);
+        try {
+          next = await super.processJob(ran, token, another);
+        } finally {
+          this.fair?.ended(ran);
+        }
       }
     } finally {
       this.giveBack(token);
