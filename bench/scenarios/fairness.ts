@@ -70,7 +70,8 @@ function fairnessKeyEnv(): Env {
  * API keys (fair share on) and one without (off: one caller, one FIFO) on the run's prefix, in front
  * of the run's worker (BENCH_THREADS threads), and a second worker for the cap and fault legs. In
  * smoke mode it starts nothing: the "on" legs run on the run's API, every caller with the bench's
- * one key (so only the code is exercised, not fairness), and the "off" legs not at all.
+ * one key (one key and no per-key limit: fair share does not engage, so only the legs' code is
+ * exercised, not fair share), and the "off" legs not at all.
  * - starvation: caller A queues `aJobs` ~`jobMs` pbkdf2 jobs, then B submits `bJobs`, one at a time
  *   (the next once the last started): B's latest start after its submission, in A's job durations
  *   (A's rest is cancelled once B's last job started);

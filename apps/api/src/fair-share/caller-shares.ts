@@ -10,17 +10,23 @@ import { limitsOf } from './caller-limits';
 /**
  * Fair share on submission: each API key's jobs wait in its own share of the queue and are released
  * in turn (see libs/queue's fair-share.ts, which the worker follows too). Without API keys there is
- * one caller (the anonymous scope), whose jobs go to the queue as they are.
+ * one caller (the anonymous scope), whose jobs go to the queue as they are; so do the jobs of the one
+ * key of API_KEYS when it is the only one and no per-key limit is set (nobody to be fair to, nothing
+ * to enforce: a share would cost every job its park and release for nothing).
  */
 @Injectable()
 export class CallerShares implements Hook {
+  private readonly shared: boolean;
+
   constructor(
     @Inject(CONFIG) private readonly config: Config,
     @Inject(QUEUE_REDIS) private readonly redis: RedisClient,
-  ) {}
+  ) {
+    this.shared = config.apiKeys.length > 1 || config.callerConcurrency > 0 || config.callerMaxQueued > 0 || config.callerLimits.length > 0;
+  }
 
   callerOf(scope: string): string | undefined {
-    return keyNameOf(scope);
+    return this.shared ? keyNameOf(scope) : undefined;
   }
 
   async queued(queue: string, caller: string): Promise<{ queued: number; max: number }> {
