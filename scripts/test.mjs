@@ -6,7 +6,7 @@
  *   ticks, the bench smoke…), one at a time, as they would run alone;
  * - `parallel`: every other suite (mostly waiting on the apps and Redis), two at a time
  *   (TEST_PARALLEL_WORKERS=<n>: n at a time; its suites used 394 CPU-s in 1,296 s of suite time
- *   on 2026-11-28, ~0.3 of a core each, so more than two may end the lane sooner on a quiet host).
+ *   on 2026-11-28, ~0.3 of a core each; alone, the lane took 817 s with two and 488 s with three).
  *
  * why lanes, not Jest's workers for everything: two CPU-heavy suites side by side on two cores make
  * each other's timings lie; one heavy suite beside light ones does not. Suites isolate themselves by
