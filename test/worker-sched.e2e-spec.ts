@@ -1,4 +1,5 @@
 import { readdirSync, readFileSync } from 'node:fs';
+import { JobRegistry } from '@app/jobs';
 import { startStack, stackEnv } from './support/apps';
 import { submit } from './support/http';
 import { waitFor } from './support/wait';
@@ -40,6 +41,37 @@ describe('pool threads on SCHED_IDLE', () => {
       expect(idle).toHaveLength(2);
       expect(all.filter((t) => t.policy !== SCHED_IDLE).every((t) => t.policy === SCHED_OTHER)).toBe(true);
       expect(worker.logs.filter((l) => /WORKER_SCHED/.test(l.msg))).toEqual([]);
+    } finally {
+      await stop();
+    }
+  });
+
+  /**
+   * A type whose run loads a native module that works on threads of its own (the image example, found
+   * by its shape: one image file in, files out), or none when a service removed it.
+   */
+  const native = JobRegistry.forConfig({ chaosJobs: false })
+    .list()
+    .find((def) => def.nativeModules.length > 0 && def.returnsFiles && Object.values(def.files).some((file) => file.accept.includes('image/png')));
+
+  // why: sharp hands the image to libvips's own threads, started from libuv's on SCHED_OTHER; the pool thread only waits for them.
+  (process.platform === 'linux' && native ? it : it.skip)('puts the threads a native module starts during a run on SCHED_IDLE too, and only those', async () => {
+    const { api, worker, stop } = await startStack(stackEnv('sched-native', { WORKER_THREADS: '2', WORKER_SCHED: 'idle' }));
+    try {
+      const sharp = require('sharp') as (options: object) => { png(): { toBuffer(): Promise<Buffer> } };
+      const image = await sharp({ create: { width: 800, height: 600, channels: 3, background: '#336699' } }).png().toBuffer();
+      const body = new FormData();
+      body.set('input', JSON.stringify({ width: 64, format: 'png' }));
+      body.set(Object.keys(native!.files)[0], new Blob([new Uint8Array(image)], { type: 'image/png' }), 'image.png');
+      const res = await fetch(`${api.url}/v1/jobs/${native!.name}`, { method: 'POST', body, headers: { prefer: 'wait=60' } });
+      expect(await res.json()).toMatchObject({ status: 'completed' });
+      const all = threads(worker.pid);
+      const nodes = /^(node-|libuv-worker$|WorkerThread$|DelayedTaskSche|SignalInspector)/;
+      const started = all.filter((t) => t.tid !== worker.pid && !nodes.test(t.name));
+      expect(started.length).toBeGreaterThan(0);
+      expect(started.filter((t) => t.policy !== SCHED_IDLE)).toEqual([]);
+      // Node's own threads keep theirs: libuv's, V8's and the main thread.
+      expect(all.filter((t) => t.tid === worker.pid || /^(node-|libuv-worker$)/.test(t.name)).every((t) => t.policy === SCHED_OTHER)).toBe(true);
     } finally {
       await stop();
     }

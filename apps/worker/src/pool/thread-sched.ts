@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { readlinkSync } from 'node:fs';
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 
 /**
  * SCHED_IDLE for pool threads (WORKER_SCHED=idle): Linux then runs them only on CPU time no other
@@ -40,3 +40,38 @@ export function enterSchedIdle(): void {
   const tid = readlinkSync('/proc/thread-self').split('/').pop()!;
   execFileSync('chrt', ['--idle', '--pid', '0', tid], { stdio: 'ignore', timeout: 5000 });
 }
+
+/** The kernel ids of this process's threads now. */
+export function threadIds(): Set<string> {
+  return new Set(readdirSync('/proc/self/task'));
+}
+
+/**
+ * Puts on SCHED_IDLE the threads of this process started since `before` (threadIds), libuv's excepted:
+ * those a native module of a job started during its run. why: sharp hands an image to libvips's own
+ * threads, which run the work while the pool thread only waits for them; they are started from
+ * libuv's threads (SCHED_OTHER) and would run every thumbnail beside the event loops, not behind
+ * them (the bench's worker: six `libvips worker` threads in SCHED_OTHER with all of a thumbnail
+ * leg's CPU, its two SCHED_IDLE pool threads with none). Threads a module keeps for later runs
+ * stay idle; one it starts anew is caught after the run that started it. Returns how many it moved.
+ */
+export function idleThreadsStartedSince(before: ReadonlySet<string>): number {
+  let moved = 0;
+  for (const tid of threadIds()) {
+    if (before.has(tid)) continue;
+    try {
+      if (readFileSync(`/proc/self/task/${tid}/comm`, 'utf8').trim() === 'libuv-worker') continue;
+      const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+      // The policy is the 41st field; the name in parentheses (2nd) may hold spaces.
+      if (stat.slice(stat.lastIndexOf(') ') + 2).split(' ')[41 - 3] === String(SCHED_IDLE_POLICY)) continue;
+      execFileSync('chrt', ['--idle', '--pid', '0', tid], { stdio: 'ignore', timeout: 5000 });
+      moved++;
+    } catch {
+      // The thread ended meanwhile: nothing to move.
+    }
+  }
+  return moved;
+}
+
+/** SCHED_IDLE's number in /proc/<pid>/task/<tid>/stat. */
+const SCHED_IDLE_POLICY = 5;
