@@ -4,9 +4,10 @@
  *
  * - `serial`: the suites that load both cores or time what they measure (chaos, isolation, schedule
  *   ticks, the bench smoke…), one at a time, as they would run alone;
- * - `parallel`: every other suite (mostly waiting on the apps and Redis), two at a time
- *   (TEST_PARALLEL_WORKERS=<n>: n at a time; its suites used 394 CPU-s in 1,296 s of suite time
- *   on 2026-11-28, ~0.3 of a core each; alone, the lane took 817 s with two and 488 s with three).
+ * - `parallel`: every other suite (mostly waiting on the apps and Redis), three at a time
+ *   (TEST_PARALLEL_WORKERS=<n>: n at a time). why three on 2 cores: its suites used 394 CPU-s in
+ *   1,296 s of suite time on 2026-11-28, ~0.3 of a core each; alone, the lane took 817 s with two
+ *   and 488 s with three, and a clean clone's `npm test` 545 s with three).
  *
  * why lanes, not Jest's workers for everything: two CPU-heavy suites side by side on two cores make
  * each other's timings lie; one heavy suite beside light ones does not. Suites isolate themselves by
@@ -29,7 +30,7 @@ const logs = mkdtempSync(join(tmpdir(), 'nest-offload-test-lanes-'));
 // why one for every step: the tools and the apps both lanes start load the same modules (see test/support/global-setup.ts).
 const compileCache = { NODE_COMPILE_CACHE: join(logs, 'node-compile-cache') };
 const extra = process.argv.slice(2);
-const parallelWorkers = process.env.TEST_PARALLEL_WORKERS ?? '2';
+const parallelWorkers = process.env.TEST_PARALLEL_WORKERS ?? '3';
 if (!/^[1-9]\d*$/.test(parallelWorkers)) throw new Error(`TEST_PARALLEL_WORKERS must be a whole number of workers, not "${parallelWorkers}"`);
 const started = Date.now();
 const elapsed = () => `${Math.round((Date.now() - started) / 1000)} s`;
