@@ -22,7 +22,7 @@ const unhandled = (app: AppProcess) => [...app.logs.filter((l) => /unhandled rej
  * accepted job, and Redis late at start-up.)
  */
 describe('when Redis is away, refuses or freezes', () => {
-  const keys = { alice: randomBytes(24).toString('hex'), bob: randomBytes(24).toString('hex') };
+  const keys = { alice: randomBytes(24).toString('hex'), bob: randomBytes(24).toString('hex'), ops: randomBytes(24).toString('hex') };
   const as = (name: keyof typeof keys) => ({ 'x-api-key': keys[name] });
   let primary: RedisServer;
   let replica: RedisNode | undefined;
@@ -38,7 +38,7 @@ describe('when Redis is away, refuses or freezes', () => {
     replica = await newNode('replica', '', (port) => ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--replicaof', '127.0.0.1', String(primary.port)]);
     await replica.start();
     await linked();
-    env = stackEnv('redis-faults', { REDIS_URL: primary.url, API_KEYS: `alice=${keys.alice},bob=${keys.bob}`, REDIS_MIN_REPLICAS_ACK: '1' });
+    env = stackEnv('redis-faults', { REDIS_URL: primary.url, API_KEYS: `alice=${keys.alice},bob=${keys.bob}`, ADMIN_API_KEYS: `ops=${keys.ops}`, REDIS_MIN_REPLICAS_ACK: '1' });
     // why 60 s: two apps and two Redis servers starting at once on two shared cores.
     [api, worker] = await startAll([startApp('api', env, { timeoutMs: 60_000 }), startApp('worker', env, { timeoutMs: 60_000 })]);
   });
@@ -178,6 +178,13 @@ describe('when Redis is away, refuses or freezes', () => {
     expect(down.headers.get('retry-after')).toMatch(/^\d+$/);
     expect(down.headers.get('content-type')).toMatch(/problem\+json/);
     expect((await request(`${api.url}/v1/jobs/${before.body.id}`, { headers: alice })).status).toBe(503);
+    if (present('fair-share')) {
+      // An admin read: fair share's per-caller view (two keys: engaged) reads Redis per queue.
+      const callers = await request(`${api.url}/admin/callers`, { headers: as('ops') });
+      expect(callers.status).toBe(503);
+      expect(callers.headers.get('content-type')).toMatch(/problem\+json/);
+      expect(callers.body).toMatchObject({ code: 'QUEUE_UNAVAILABLE' });
+    }
     await waitFor(async () => (await fetch(`${api.url}/health/ready`)).status === 503, { what: 'api not ready' });
     await waitFor(async () => (await fetch(`${worker.url}/health/ready`)).status === 503, { what: 'worker not ready' });
     expect((await fetch(`${api.url}/health/live`)).status).toBe(200);

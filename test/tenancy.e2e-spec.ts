@@ -343,6 +343,18 @@ describe('tenancy: keys with the test job types', () => {
     expect(metrics).toContain('nest_offload_caller_jobs{queue="default",caller="carol",state="waiting"} 3');
     expect(metrics).toContain('nest_offload_caller_jobs{queue="default",caller="carol",state="running"} 1');
     expect(Number(/^nest_offload_queue_backlog\{queue="default"\} (\d+)$/m.exec(metrics)?.[1])).toBeGreaterThanOrEqual(4);
+    // The admin view: the same counts, each key's limits (0: none), for admin keys only.
+    const view = await request(`${url}/admin/callers`, { headers: as(ADMIN) });
+    expect(view.status).toBe(200);
+    expect(view.body.engaged).toBe(true);
+    const shares = view.body.queues.find((queue: { queue: string }) => queue.queue === 'default').callers;
+    expect(shares.map((share: { caller: string }) => share.caller)).toEqual(['alice', 'bob', 'carol', 'dave']);
+    expect(shares.find((share: { caller: string }) => share.caller === 'carol')).toEqual({ caller: 'carol', waiting: 3, running: 1, limits: { concurrency: 1, maxQueued: 3 } });
+    expect(shares.find((share: { caller: string }) => share.caller === 'dave').limits).toEqual({ concurrency: 0, maxQueued: 0 });
+    const refusedView = await request(`${url}/admin/callers`, { headers: as(CAROL) });
+    expect(refusedView.status).toBe(403);
+    expect(refusedView.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+    expect(refusedView.body).toMatchObject({ code: 'FORBIDDEN' });
     expect((await submit(url, 'chaos', spin(), { headers: as(ALICE) })).status).toBe(202);
     const jobs = await finished(accepted.map((res) => res.body.id as string));
     // Never two at once: each starts after the one before it finished.

@@ -18,4 +18,11 @@ describe('CallerShares.callerOf', () => {
     expect(shares({}).callerOf('key:alice')).toBeUndefined();
     expect(shares({ apiKeys: [key('alice'), key('bob')] }).callerOf('anonymous')).toBeUndefined();
   });
+
+  it('says it is engaged (GET /admin/callers) exactly when keys get their shares', () => {
+    expect(shares({ apiKeys: [key('alice'), key('bob')] }).engaged).toBe(true);
+    expect(shares({ callerConcurrency: 2 }).engaged).toBe(true);
+    expect(shares({}).engaged).toBe(false);
+    expect(shares({ apiKeys: [], callerConcurrency: 2 }).engaged).toBe(false);
+  });
 });

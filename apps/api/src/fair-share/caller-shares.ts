@@ -25,6 +25,11 @@ export class CallerShares implements Hook {
     this.shared = config.apiKeys.length > 1 || config.callerConcurrency > 0 || config.callerMaxQueued > 0 || config.callerLimits.length > 0;
   }
 
+  /** Whether API keys' jobs go into their shares: keys set, and two or more of them or a per-key limit. */
+  get engaged(): boolean {
+    return this.shared && this.config.apiKeys.length > 0;
+  }
+
   callerOf(scope: string): string | undefined {
     return this.shared ? keyNameOf(scope) : undefined;
   }
