@@ -24,14 +24,14 @@ const shared = {
 
 /**
  * The suites that time what they measure or must have both cores to themselves (chaos, latency
- * under a flood, schedule ticks, the bench smoke): `npm test` runs them one at a time, in this
- * order, in a lane of their own beside the others (see scripts/test.mjs and
- * test/support/sequencer.js). The heaviest comes last. TEST_LANE picks a lane; unset, every suite
- * runs (`npx jest` alone, or a path). why versions and schedules here: they mostly wait (on apps
- * rolling over, on ticks: ~12% of a core over a minute each), and without them the parallel lane
- * took ~800 s of a clean clone's run and this one ~560 s, so the run waited on the other alone.
+ * under a flood, the bench smoke): `npm test` runs them one at a time, in this order, in a lane of
+ * their own beside the others (see scripts/test.mjs and test/support/sequencer.js). The heaviest
+ * comes last. TEST_LANE picks a lane; unset, every suite runs (`npx jest` alone, or a path). why
+ * versions and schedules not here: they mostly wait (~12% of a core over a minute each); with the
+ * parallel lane's three workers a clean clone's run took 308 s in that lane and 381 s in this one
+ * with them, so the run waited on this one alone.
  */
-const SERIAL = ['test/queues', 'test/chaos/', 'test/isolation', 'test/versions', 'test/schedules', 'test/bench-smoke'];
+const SERIAL = ['test/queues', 'test/chaos/', 'test/isolation', 'test/bench-smoke'];
 /**
  * Long suites of the parallel lane that time nothing (builds and tests on clean copies, the fuzzer):
  * they start first, so the lane does not end waiting on one of them.

@@ -2,8 +2,8 @@
 /**
  * `npm test` after the build: the type check, ESLint and two Jest lanes, side by side.
  *
- * - `serial`: the suites that load both cores or time what they measure (chaos, isolation, schedule
- *   ticks, the bench smoke…), one at a time, as they would run alone;
+ * - `serial`: the suites that load both cores or time what they measure (chaos, isolation, the
+ *   bench smoke…), one at a time, as they would run alone;
  * - `parallel`: every other suite (mostly waiting on the apps and Redis), three at a time
  *   (TEST_PARALLEL_WORKERS=<n>: n at a time). why three on 2 cores: its suites used 394 CPU-s in
  *   1,296 s of suite time on 2026-11-28, ~0.3 of a core each; alone, the lane took 817 s with two
