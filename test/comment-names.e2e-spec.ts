@@ -11,12 +11,17 @@ import ts from 'typescript';
 const ROOT = join(__dirname, '..');
 const DIRS = ['apps', 'libs', 'test', 'bench', 'scripts'];
 const SKIP = new Set(['node_modules', 'dist', '.build', 'fixtures']);
+/**
+ * Build output bench/.gitignore keeps out of the tree: the tests' private builds (`.build-*`, the
+ * bench smoke's while it runs beside this suite) and tuning copies (`.dist-*`).
+ */
+const skipped = (name: string) => SKIP.has(name) || /^\.(build|dist)-/.test(name);
 
 function walk(dir: string, out: string[] = []): string[] {
   for (const entry of readdirSync(join(ROOT, dir), { withFileTypes: true })) {
     const path = `${dir}/${entry.name}`;
     if (entry.isDirectory()) {
-      if (!SKIP.has(entry.name)) walk(path, out);
+      if (!skipped(entry.name)) walk(path, out);
     } else out.push(path);
   }
   return out;
