@@ -6,11 +6,20 @@ import { closedLoop, HttpClient } from '../load/http-client';
 import { num, perS, ratio, spreadOf } from '../report/format';
 import type { Row, ScenarioReport } from '../report/report.types';
 import { benchJobs } from '../support/bench-jobs';
-import { Env, redisCommandCount, startTemplateApp } from '../support/stack';
+import { Env, redisCommandCalls, redisServerPid, startTemplateApp } from '../support/stack';
 import { Rounds, round2, type Spread } from '../support/stats';
+import { schedCounters, untilQuiet } from '../tuning/sched-counters';
 import { BenchContext, fresh, nextTrivial, rotate, Scenario, sleep } from './context';
 
-type Side = 'on' | 'off';
+/** on: the scenario's keys (fair share on); off: no keys (one caller, one FIFO); one: one key and no per-key limit (keys on, fair share not engaged; cost legs only). */
+type Side = 'on' | 'off' | 'one';
+/** What one cost leg did and cost: jobs, wall time, CPU ms of the side's API, the worker and Redis (own server), Redis calls by command. */
+interface CostLeg {
+  jobs: number;
+  elapsedMs: number;
+  cpu: { api: number; worker: number; redis: number };
+  calls: Map<string, number>;
+}
 interface Caller {
   name: string;
   key: string;
@@ -56,6 +65,8 @@ const CALLERS = {
   cost: Array.from({ length: 8 }, (_, i) => caller(`fair-cost-${i + 1}`)),
   faults: [caller('fair-fault-a'), caller('fair-fault-b')],
 };
+/** The one key of the cost legs' third side (an API of its own: one key, no per-key limit). */
+const ONE = caller('fair-one');
 
 /** The env that gives an API the scenario's keys (fair share on), the capped ones with concurrency 1. */
 function fairnessKeyEnv(): Env {
@@ -81,8 +92,11 @@ function fairnessKeyEnv(): Env {
  * - cap: `callers` keys with concurrency=1 (CALLER_LIMITS) the same way for `capS`, on 2 workers: the
  *   most running at once per key, sampled every 100 ms from BullMQ's active list, and exactly from
  *   every job's start and end;
- * - cost: trivial bench-sum jobs/s (Prefer: wait, 8 keys) on ÷ off, and Redis commands per job (the
- *   run's own redis-server only);
+ * - cost: trivial bench-sum jobs/s (Prefer: wait, 8 keys) on ÷ off, in legs of `costS` alternating
+ *   on, off and a third API with one key (fair share not engaged: what the keys cost without it) as
+ *   A B C C B A (the order turned each round), each once the processes are quiet, a round's figures
+ *   from its two legs a side; with the CPU ms per job of the side's API, the worker and Redis
+ *   (schedstat) and Redis commands per job, in all and by command (the run's own redis-server only);
  * - faults: two callers flood for `faultS` while the second worker is killed (SIGKILL) every
  *   `killEveryMs` and started again: every accepted job completes, both callers' running and
  *   waiting counts are 0 once the queue drains.
@@ -95,12 +109,20 @@ export class FairnessScenario implements Scenario<ScenarioReport> {
   private clients?: Partial<Record<Side, HttpClient>>;
   private second?: AppProcess;
   private readonly faults: Array<{ accepted: number; completed: number; failed: number; missing: number; kills: number; drainMs: number; countsAtDrain: string }> = [];
+  /** Redis calls by command over every measured cost leg, and the jobs they served, per side. */
+  private readonly costCalls: Record<Side, { jobs: number; calls: Map<string, number> }> = { on: { jobs: 0, calls: new Map() }, off: { jobs: 0, calls: new Map() }, one: { jobs: 0, calls: new Map() } };
+  private redisPid?: number;
 
   constructor(private readonly ctx: BenchContext) {}
 
   /** The sides measured: both, or in smoke mode only "on" (the run's API). */
   private get sides(): Side[] {
     return this.ctx.opts.smoke ? ['on'] : ['on', 'off'];
+  }
+
+  /** The sides of the cost legs: those, and one key without fair share, which tells what fair share costs from what API keys cost. */
+  private get costSides(): Side[] {
+    return this.ctx.opts.smoke ? this.sides : [...this.sides, 'one'];
   }
 
   async beginPass(): Promise<void> {
@@ -112,11 +134,14 @@ export class FairnessScenario implements Scenario<ScenarioReport> {
     }
     const on: Env = { ...templateEnv, ...fairnessKeyEnv() };
     const off: Env = { ...templateEnv, API_KEYS: '', ALLOW_UNAUTHENTICATED: 'true' };
-    progress.log(`${this.name}: starting an API with the scenario's keys (fair share on) and one without (off), in front of the run's worker`);
+    const one: Env = { ...templateEnv, API_KEYS: `${ONE.name}=${ONE.key}` };
+    const withOne = this.o.legs.includes('cost');
+    progress.log(`${this.name}: starting an API with the scenario's keys (fair share on), one without (off)${withOne ? ' and one with a single key (fair share not engaged)' : ''}, in front of the run's worker`);
     const start = (env: Env) => startTemplateApp(opts.dist, 'api', env, { cwd: opts.root, nodeArgs: opts.nodeArgs });
-    const [onApi, offApi] = await Promise.all([start(on), start(off)]);
-    this.apis = { on: onApi, off: offApi };
-    this.clients = { on: new HttpClient(onApi.url), off: new HttpClient(offApi.url) };
+    const [onApi, offApi, oneApi] = await Promise.all([start(on), start(off), withOne ? start(one) : undefined]);
+    this.apis = { on: onApi, off: offApi, one: oneApi };
+    this.redisPid = await redisServerPid(this.ctx.redis, this.ctx.redisClient);
+    this.clients = { on: new HttpClient(onApi.url), off: new HttpClient(offApi.url), ...(oneApi && { one: new HttpClient(oneApi.url) }) };
   }
 
   /** Each caller's jobs waiting and released-not-finished in the queue, read from fair share's keys. */
@@ -135,6 +160,7 @@ export class FairnessScenario implements Scenario<ScenarioReport> {
   /** The key `who` sends, none on the API without keys; in smoke mode the bench's own (the run's API has no other). */
   private as(side: Side, who: Caller): Record<string, string> {
     if (side === 'off') return {};
+    if (side === 'one') return { 'x-api-key': ONE.key };
     return { 'x-api-key': this.ctx.opts.smoke ? BENCH_API_KEY : who.key };
   }
 
@@ -164,14 +190,22 @@ export class FairnessScenario implements Scenario<ScenarioReport> {
     }
     if (legs.has('cost')) {
       // why a warm-up in the first round of a full run: jobs/s of a cold API and worker grows over its first seconds (JIT, pools).
-      if (round === 0 && !this.ctx.opts.smoke) for (const side of this.sides) await this.cost(side, false);
-      for (const side of rotate(this.sides, round)) {
+      if (round === 0 && !this.ctx.opts.smoke) for (const side of this.costSides) await this.cost(side);
+      // why A B C C B A: a host whose load drifts during the round weighs on every side alike.
+      const order = rotate(this.costSides, round);
+      const runs = new Map<Side, CostLeg[]>();
+      for (const side of [...order, ...[...order].reverse()]) {
         step(`cost, fair share ${side}: trivial jobs/s`);
-        await this.cost(side);
+        runs.set(side, [...(runs.get(side) ?? []), await this.cost(side)]);
       }
+      for (const [side, legsRun] of runs) this.addCost(side, legsRun);
       if (both) {
         this.rounds.add('costRatio', last('cost.on.perS') / last('cost.off.perS'));
         this.rounds.add('commandsRatio', last('cost.on.commands') / last('cost.off.commands'));
+        this.rounds.add('cpuRatio', last('cost.on.cpu.fleet') / last('cost.off.cpu.fleet'));
+        this.rounds.add('oneRatio', last('cost.one.perS') / last('cost.off.perS'));
+        this.rounds.add('onOneRatio', last('cost.on.perS') / last('cost.one.perS'));
+        this.rounds.add('onOneCpuRatio', last('cost.on.cpu.fleet') / last('cost.one.cpu.fleet'));
       }
     }
     if (!legs.has('cap') && !legs.has('faults')) return;
@@ -331,10 +365,23 @@ export class FairnessScenario implements Scenario<ScenarioReport> {
     this.ctx.progress.log(`  most running at once per key: ${sampled} in ${samples} samples, ${exact} from the jobs' own start and end (${ids.flat().length} jobs)`);
   }
 
-  private async cost(side: Side, measure = true): Promise<void> {
+  /** The CPU ms so far of the side's API, the worker and Redis (NaN without the run's own redis-server), and Redis's calls by command. */
+  private async costCounters(side: Side): Promise<Omit<CostLeg, 'jobs' | 'elapsedMs'>> {
+    const cpu = (pid: number | undefined) => (pid ? schedCounters(pid).cpuMs : NaN);
+    // why no API pid in smoke mode: the run's API serves it, and its pid is the run's.
+    const api = this.apis?.[side] ?? this.ctx.servers.api;
+    return {
+      cpu: { api: cpu(api.pid), worker: cpu(this.ctx.servers.worker.pid), redis: cpu(this.redisPid) },
+      calls: this.redisPid ? await redisCommandCalls(this.ctx.redisClient) : new Map(),
+    };
+  }
+
+  /** One leg of trivial jobs on `side` for `costS`, started once the processes are quiet: what it did and cost. */
+  private async cost(side: Side): Promise<CostLeg> {
     const keys = this.callers.cost;
-    const own = this.ctx.redis.own;
-    const before = own ? await redisCommandCount(this.ctx.redisClient) : NaN;
+    const api = this.apis?.[side] ?? this.ctx.servers.api;
+    await untilQuiet([api.pid, this.ctx.servers.worker.pid, ...(this.redisPid ? [this.redisPid] : [])]);
+    const before = await this.costCounters(side);
     const loop = await closedLoop({
       concurrency: this.o.costConnections,
       durationMs: this.o.costS * 1000,
@@ -346,11 +393,44 @@ export class FairnessScenario implements Scenario<ScenarioReport> {
     if (loop.errors.length > 0) throw new Error(`${this.name}: cost: ${loop.errors[0]}`);
     // why after a pause: the settle a job's end sends is not awaited by anyone.
     await sleep(200);
-    const commands = own ? ((await redisCommandCount(this.ctx.redisClient)) - before) / loop.results.length : NaN;
-    if (!measure) return;
-    this.rounds.add(`cost.${side}.perS`, loop.results.length / (loop.elapsedMs / 1000));
-    this.rounds.add(`cost.${side}.commands`, commands);
-    this.ctx.progress.log(`  ${num(loop.results.length / (loop.elapsedMs / 1000))} jobs/s${own ? `, ${num(commands)} Redis commands per job` : ''}`);
+    const after = await this.costCounters(side);
+    const calls = new Map([...after.calls].map(([name, n]) => [name, n - (before.calls.get(name) ?? 0)]));
+    // why minus 1: the INFO that read the calls after the leg is one of them.
+    if (calls.has('info')) calls.set('info', calls.get('info')! - 1);
+    const cpu = { api: after.cpu.api - before.cpu.api, worker: after.cpu.worker - before.cpu.worker, redis: after.cpu.redis - before.cpu.redis };
+    const jobs = loop.results.length;
+    const commands = this.redisPid ? [...calls.values()].reduce((a, b) => a + b, 0) / jobs : NaN;
+    this.ctx.progress.log(
+      `  ${num(jobs / (loop.elapsedMs / 1000))} jobs/s; CPU ms per job: API ${num(cpu.api / jobs)}, worker ${num(cpu.worker / jobs)}, Redis ${num(cpu.redis / jobs)}` +
+        `${this.redisPid ? `; ${num(commands)} Redis commands per job` : ''}`,
+    );
+    return { jobs, elapsedMs: loop.elapsedMs, cpu, calls };
+  }
+
+  /** A round's figures of `side` from its cost legs: jobs/s over their time, CPU ms and Redis commands per job. */
+  private addCost(side: Side, legs: readonly CostLeg[]): void {
+    const jobs = legs.reduce((sum, leg) => sum + leg.jobs, 0);
+    const sum = (of: (leg: CostLeg) => number) => legs.reduce((total, leg) => total + of(leg), 0);
+    const cpu = { api: sum((l) => l.cpu.api) / jobs, worker: sum((l) => l.cpu.worker) / jobs, redis: sum((l) => l.cpu.redis) / jobs };
+    const calls = this.costCalls[side];
+    calls.jobs += jobs;
+    for (const leg of legs) for (const [name, n] of leg.calls) calls.calls.set(name, (calls.calls.get(name) ?? 0) + n);
+    this.rounds.add(`cost.${side}.perS`, jobs / (sum((l) => l.elapsedMs) / 1000));
+    this.rounds.add(`cost.${side}.commands`, this.redisPid ? sum((l) => [...l.calls.values()].reduce((a, b) => a + b, 0)) / jobs : NaN);
+    this.rounds.add(`cost.${side}.cpu.api`, cpu.api);
+    this.rounds.add(`cost.${side}.cpu.worker`, cpu.worker);
+    this.rounds.add(`cost.${side}.cpu.redis`, cpu.redis);
+    this.rounds.add(`cost.${side}.cpu.fleet`, cpu.api + cpu.worker + (this.redisPid ? cpu.redis : 0));
+  }
+
+  /** Redis calls per job by command over every measured cost leg, on, one key and off, the largest differences on − off first. */
+  private callsByCommand(): Array<{ command: string; on: number; one: number; off: number }> {
+    const per = (side: Side, name: string) => (this.costCalls[side].calls.get(name) ?? 0) / this.costCalls[side].jobs;
+    const names = new Set(Object.values(this.costCalls).flatMap((side) => [...side.calls.keys()]));
+    return [...names]
+      .map((command) => ({ command, on: per('on', command), one: per('one', command), off: per('off', command) }))
+      .filter((row) => row.on >= 0.05 || row.off >= 0.05 || row.one >= 0.05)
+      .sort((a, b) => Math.abs(b.on - b.off) - Math.abs(a.on - a.off) || b.on - a.on);
   }
 
   private async faultLeg(): Promise<void> {
@@ -420,6 +500,8 @@ export class FairnessScenario implements Scenario<ScenarioReport> {
     const ms = (n: number) => `${num(n)} ms`;
     const durations = (n: number) => `${num(n)} job durations`;
     const every = (name: string) => r(name).values.map((v) => num(v)).join(', ');
+    const cpuOf = (side: Side) => (['api', 'worker', 'redis'] as const).map((p) => spreadOf(r(`cost.${side}.cpu.${p}`), num)).join(' · ');
+    const byCommand = this.callsByCommand();
     const rows: Row[] = [
       {
         scenario: SCENARIO,
@@ -464,9 +546,24 @@ export class FairnessScenario implements Scenario<ScenarioReport> {
       },
       {
         scenario: SCENARIO,
+        measure: `cost: the same, one API key and no per-key limit (keys on, fair share not engaged) ÷ off · on ÷ one key (fair share's own cost)`,
+        template: `one key ${spreadOf(r('cost.one.perS'), (n) => perS(n, 'jobs/s'))}`,
+        baseline: `on ÷ one key ${ratio(r('onOneRatio'))}`,
+        ratio: measured(r('oneRatio')),
+      },
+      {
+        scenario: SCENARIO,
         measure: this.ctx.redis.own ? 'cost: Redis commands per trivial job, those run inside scripts included (INFO commandstats), fair share on vs off' : 'cost: Redis commands per job (only counted on the run\'s own redis-server)',
-        template: `on ${spreadOf(r('cost.on.commands'), num)}`,
+        template: `on ${spreadOf(r('cost.on.commands'), num)} · one key ${spreadOf(r('cost.one.commands'), num)}`,
         baseline: `off ${spreadOf(r('cost.off.commands'), num)}`,
+      },
+      {
+        scenario: SCENARIO,
+        measure: `cost: CPU ms per trivial job (schedstat) of the side's API · the worker · Redis${this.redisPid ? '' : ' (own redis-server only)'}; fleet (their sum) on ÷ off, and on ÷ one key`,
+        template: `on ${cpuOf('on')} · one key ${cpuOf('one')}`,
+        baseline: `off ${cpuOf('off')}`,
+        ratio: measured(r('cpuRatio')),
+        target: `on ÷ one key ${ratio(r('onOneCpuRatio'))}`,
       },
       {
         scenario: SCENARIO,
@@ -493,17 +590,21 @@ export class FairnessScenario implements Scenario<ScenarioReport> {
       },
       sections: [
         `Fairness: starvation on ÷ off ${ratio(r('starvation.ratio'))}; Jain on ${every('share.on.jain')}, off ${every('share.off.jain')}; ` +
-          `trivial jobs/s on ÷ off ${ratio(r('costRatio'))}, Redis commands per job on ÷ off ${ratio(r('commandsRatio'))}; ` +
+          `trivial jobs/s on ÷ off ${ratio(r('costRatio'))}, fleet CPU per job on ÷ off ${ratio(r('cpuRatio'))}, Redis commands per job on ÷ off ${ratio(r('commandsRatio'))}; ` +
           `fault legs: ${this.faults.map((f) => `${f.accepted} accepted, ${f.completed} completed, ${f.failed} failed, ${f.kills} kills, drained in ${round2(f.drainMs / 1000)} s (${f.countsAtDrain})`).join('; ')}.`,
+        ...(byCommand.length > 0 && this.costCalls.off.jobs > 0
+          ? [`Fairness, cost legs: Redis calls per trivial job by command (INFO commandstats; a script's own commands under their names), on · one key · off, the largest differences on − off first: ${byCommand.map((c) => `${c.command} ${num(c.on)} · ${num(c.one)} · ${num(c.off)}`).join(', ')}.`]
+          : []),
       ],
-      data: { ...this.rounds.all(), faults: this.faults },
+      data: { ...this.rounds.all(), faults: this.faults, costCallsPerJob: byCommand },
     };
   }
 
   async close(): Promise<void> {
     this.clients?.on?.close();
     this.clients?.off?.close();
-    await Promise.all([this.apis?.on?.stop(), this.apis?.off?.stop(), this.second?.stop()]);
+    this.clients?.one?.close();
+    await Promise.all([this.apis?.on?.stop(), this.apis?.off?.stop(), this.apis?.one?.stop(), this.second?.stop()]);
     this.apis = undefined;
     this.clients = undefined;
   }

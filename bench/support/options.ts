@@ -92,7 +92,7 @@ export interface BenchOptions {
   };
   /**
    * Fair share between callers: A's jobs and B's behind them (~`jobMs` each); callers and seconds of the
-   * share and cap legs; seconds and connections of the cost leg; seconds of the fault leg and how often
+   * share and cap legs; seconds of each cost leg (six a round) and its connections; seconds of the fault leg and how often
    * its second worker is killed (0: never); workers of the cap and fault legs (1: no second worker);
    * the legs run (BENCH_FAIRNESS_LEGS, default all).
    */
@@ -207,7 +207,7 @@ export function loadOptions(env: NodeJS.ProcessEnv = process.env, argv: readonly
     // why no second worker in smoke mode: its start alone would take longer than the rest of the scenario there.
     fairness: smoke
       ? { legs: fairnessLegs(env.BENCH_FAIRNESS_LEGS), aJobs: 10, bJobs: 2, jobMs: 10, callers: 2, shareS: 0.2, capS: 0.2, costS: 0.2, costConnections: 4, faultS: 0.2, killEveryMs: 0, workers: 1 }
-      : { legs: fairnessLegs(env.BENCH_FAIRNESS_LEGS), aJobs: 1000, bJobs: 10, jobMs: 100, callers: 20, shareS: 30, capS: 15, costS: 5, costConnections: 32, faultS: 20, killEveryMs: 5000, workers: 2 },
+      : { legs: fairnessLegs(env.BENCH_FAIRNESS_LEGS), aJobs: 1000, bJobs: 10, jobMs: 100, callers: 20, shareS: 30, capS: 15, costS: 3, costConnections: 32, faultS: 20, killEveryMs: 5000, workers: 2 },
     listing: smoke
       ? { jobs: 200, callers: 4, tags: 1, chunk: 1000, requests: 5, deadLetters: 50, throughputRounds: 2, throughputS: 0.3, connections: 4 }
       : { jobs: 1_000_000, callers: 1000, tags: 10, chunk: 5000, requests: 200, deadLetters: 10_000, throughputRounds: 6, throughputS: 5, connections: 32 },

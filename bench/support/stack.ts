@@ -140,10 +140,15 @@ export async function startRedis(url: string | undefined): Promise<BenchRedis> {
 
 /** Total commands Redis has executed so far (INFO commandstats), to count commands per job. */
 export async function redisCommandCount(redis: IORedis): Promise<number> {
-  const info = await redis.info('commandstats');
   let total = 0;
-  for (const match of info.matchAll(/^cmdstat_[^:]+:calls=(\d+)/gm)) total += Number(match[1]);
+  for (const calls of (await redisCommandCalls(redis)).values()) total += calls;
   return total;
+}
+
+/** Calls of each command Redis has executed so far (INFO commandstats), by name (`evalsha`, `zadd`, `client|setname`…). */
+export async function redisCommandCalls(redis: IORedis): Promise<Map<string, number>> {
+  const info = await redis.info('commandstats');
+  return new Map([...info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)].map(([, name, calls]) => [name, Number(calls)]));
 }
 
 /** Deletes every key under `prefix` (used when the bench ran on someone else's Redis). */
