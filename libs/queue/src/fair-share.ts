@@ -51,23 +51,35 @@ export const RELEASE_AHEAD = 1;
 export const HEAL_INTERVAL_MS = 2000;
 
 /**
- * The script. KEYS: the fair-share keys (ring, ring members, callers' limits, all parked jobs,
- * sequence) then BullMQ's (delayed, wait, meta, prioritized, active, priority counter, events,
- * marker). ARGV: fair-share key base, BullMQ key base, operation, then the operation's arguments.
+ * The script. KEYS: the ring, which routes the call to the queue's hash slot. ARGV: fair-share key
+ * base, BullMQ key base, operation, then the operation's arguments. Every other key (ring members,
+ * callers' limits, all parked jobs, sequence, per-caller sets; BullMQ's delayed, wait, meta,
+ * prioritized, active, priority counter, events, marker and job hashes) is its base and its name,
+ * in the same slot (the queue's hash tag). why not declared: the names would travel in every call,
+ * two a job, and cost the apps and Redis more to write and parse than the commands they serve.
  * Lines marked "promote" are BullMQ 6.7's promote-9 (its includes expanded), which the internals
  * test checks.
  */
 const FAIR_SHARE = new LuaScript(
   `local rcall = redis.call
-local ring, inRing, limits, parked, seq = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-local delayedKey, waitKey, metaKey, prioritizedKey, activeKey, pcKey, eventsKey, markerKey = KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11], KEYS[12], KEYS[13]
 local fairBase, bullBase, op = ARGV[1], ARGV[2], ARGV[3]
+local ring, inRing, limits, parked, seq = KEYS[1], fairBase .. 'in-ring', fairBase .. 'limits', fairBase .. 'parked', fairBase .. 'seq'
+local delayedKey, waitKey, metaKey, prioritizedKey = bullBase .. 'delayed', bullBase .. 'wait', bullBase .. 'meta', bullBase .. 'prioritized'
+local activeKey, pcKey, eventsKey, markerKey = bullBase .. 'active', bullBase .. 'pc', bullBase .. 'events', bullBase .. 'marker'
 local function waitingOf(c) return fairBase .. 'waiting:' .. c end
 local function runningOf(c) return fairBase .. 'running:' .. c end
+-- A caller's concurrency limit (0: none), read once per call.
+local known = {}
+local function limitOf(c)
+  if not known[c] then known[c] = tonumber(rcall('HGET', limits, c)) or 0 end
+  return known[c]
+end
 local function below(c)
-  local limit = tonumber(rcall('HGET', limits, c)) or 0
+  local limit = limitOf(c)
   return limit == 0 or rcall('SCARD', runningOf(c)) < limit
 end
+-- Jobs BullMQ holds waiting (its wait list and prioritized set).
+local function held() return rcall('LLEN', waitKey) + rcall('ZCARD', prioritizedKey) end
 -- Into the ring, once: a caller with jobs waiting and room to run one (\`out\`: known not in it).
 local function offer(c, out)
   if (out or rcall('SISMEMBER', inRing, c) == 0) and rcall('ZCARD', waitingOf(c)) > 0 and below(c) then
@@ -96,10 +108,13 @@ local function promote(id)
   rcall('XADD', eventsKey, '*', 'event', 'waiting', 'jobId', id, 'prev', 'delayed') -- promote
   rcall('HSET', jobKey, 'delay', 0) -- promote
 end
--- Releases the next callers' head jobs while BullMQ holds fewer than \`ahead\` waiting.
-local function fill(ahead)
+-- Releases the next callers' head jobs while BullMQ holds fewer than \`ahead\` waiting (\`waiting\`
+-- when the caller has just read it). why counted here after the first read: within the script only
+-- its own releases add to BullMQ's waiting jobs.
+local function fill(ahead, waiting)
   local released, tries = 0, 0
-  while tries < 32 and rcall('LLEN', waitKey) + rcall('ZCARD', prioritizedKey) < ahead do
+  waiting = waiting or held()
+  while tries < 32 and waiting < ahead do
     local c = rcall('LPOP', ring)
     if not c then break end
     rcall('SREM', inRing, c)
@@ -113,6 +128,7 @@ local function fill(ahead)
         promote(id)
         rcall('SADD', runningOf(c), id)
         released = released + 1
+        waiting = waiting + 1
       end
     end
     offer(c, true)
@@ -120,13 +136,18 @@ local function fill(ahead)
   return released
 end
 if op == 'park' then
-  local c = ARGV[4]
-  rcall('HSET', limits, c, ARGV[5])
+  local c, limit = ARGV[4], ARGV[5]
+  -- why read first: the limit is nearly always the one stored, and a read is no write to replicate.
+  if rcall('HGET', limits, c) ~= limit then rcall('HSET', limits, c, limit) end
+  known[c] = tonumber(limit) or 0
   local waiting = waitingOf(c)
-  local t = rcall('TIME')
-  local floor = (tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + ${PARK_DELAY_MS / 2}) * 0x1000
-  local seen, direct = 0, true
-  for i = 6, #ARGV, 2 do
+  -- why the submitter's clock, not TIME: half PARK_DELAY_MS of margin dwarfs any skew.
+  local floor = (tonumber(ARGV[6]) + ${PARK_DELAY_MS / 2}) * 0x1000
+  -- why BullMQ's count first: under load it holds a job waiting, which settles the fast path below
+  -- without reading the ring, and the fill after the loop reads it anyway.
+  local bull = held()
+  local seen, direct = 0, bull < ${RELEASE_AHEAD} and rcall('LLEN', ring) == 0
+  for i = 7, #ARGV, 2 do
     local id = ARGV[i]
     local due = tonumber(rcall('ZSCORE', delayedKey, id))
     -- why the checks: a submission that joined an identical job planned an id no job has (nor will),
@@ -136,11 +157,12 @@ if op == 'park' then
       -- The single-caller fast path: nobody's turn is waiting (the ring is empty), the caller has room
       -- and BullMQ holds no job waiting: released at once, with none of the share's bookkeeping. One
       -- parked job in this call parks the rest after it (the caller's order).
-      direct = direct and rcall('LLEN', ring) == 0 and rcall('LLEN', waitKey) + rcall('ZCARD', prioritizedKey) < ${RELEASE_AHEAD} and below(c)
+      direct = direct and bull < ${RELEASE_AHEAD} and below(c)
       if direct then
         rcall('ZREM', delayedKey, id)
         promote(id)
         rcall('SADD', runningOf(c), id)
+        bull = bull + 1
       else
         local n = rcall('INCR', seq)
         if rcall('ZADD', waiting, 'NX', tonumber(ARGV[i + 1]) * 0x100000000 + n % 0x100000000, id) == 1 then rcall('ZADD', parked, n, id) end
@@ -150,7 +172,7 @@ if op == 'park' then
     end
   end
   offer(c)
-  return {seen, fill(${RELEASE_AHEAD})}
+  return {seen, fill(${RELEASE_AHEAD}, bull)}
 elseif op == 'settle' then
   local c = ARGV[5]
   for i = 6, #ARGV do settle(c, ARGV[i]) end
@@ -162,7 +184,7 @@ elseif op == 'end' then
   -- running count decides nothing, and this saves a settle after the completion. why not a caller
   -- with a limit: its next job must not start before BullMQ has recorded this one's end.
   local c, id = ARGV[5], ARGV[6]
-  local unlimited = (tonumber(rcall('HGET', limits, c)) or 0) == 0
+  local unlimited = limitOf(c) == 0
   if unlimited then rcall('SREM', runningOf(c), id) end
   fill(tonumber(ARGV[4]))
   return unlimited and 1 or 0
@@ -218,7 +240,7 @@ elseif op == 'counts' then
   return out
 end
 return redis.error_reply('fair-share: unknown operation ' .. tostring(op))`,
-  13,
+  1,
 );
 
 /** The keys and leading arguments of every call of the script for `queue`. */
@@ -232,18 +254,7 @@ function keysOf(prefix: string, queue: string): readonly string[] {
   const at = `${prefix}\n${queue}`;
   let keys = keysByQueue.get(at);
   if (!keys) {
-    const fair = (part: string) => fairKey(prefix, queue, part);
-    const bull = (structure: string) => bullKey(prefix, queue, structure);
-    keys = [
-      fair('ring'),
-      fair('in-ring'),
-      fair('limits'),
-      fair('parked'),
-      fair('seq'),
-      ...['delayed', 'wait', 'meta', 'prioritized', 'active', 'pc', 'events', 'marker'].map(bull),
-      fair(''),
-      bull(''),
-    ];
+    keys = [fairKey(prefix, queue, 'ring'), fairKey(prefix, queue, ''), bullKey(prefix, queue, '')];
     keysByQueue.set(at, keys);
   }
   return keys;
@@ -264,7 +275,7 @@ export interface ParkedJob {
  */
 export async function park(redis: RedisClient, prefix: string, queue: string, caller: string, limit: number, jobs: readonly ParkedJob[]): Promise<number> {
   if (jobs.length === 0) return 0;
-  const [seen] = (await FAIR_SHARE.run(redis, ...head(prefix, queue, 'park'), caller, String(limit), ...jobs.flatMap((job) => [job.id, String(job.priority)]))) as [number, number];
+  const [seen] = (await FAIR_SHARE.run(redis, ...head(prefix, queue, 'park'), caller, String(limit), String(Date.now()), ...jobs.flatMap((job) => [job.id, String(job.priority)]))) as [number, number];
   return seen;
 }
 
