@@ -210,28 +210,6 @@ describe('jobs API', () => {
     }
   });
 
-  it("answers a submission whose result got cached between the API's look and its add from the cache, stopping its run", async () => {
-    const redis = new IORedis(env.REDIS_URL!, { maxRetriesPerRequest: null });
-    const queue = new Queue<JobData, unknown, string>('heavy', { connection: redis, prefix: queuePrefix(env.REDIS_PREFIX!, 'heavy') });
-    const replaced = () => worker.metric(`${METRIC_PREFIX}pool_thread_replacements_total`, { reason: 'cancelled' });
-    try {
-      const replacedBefore = await replaced();
-      const def = allJobs.find((d) => d.name === 'spin')! as JobDefinition;
-      const inputJson = canonicalJson(def.input.parse({ ms: 20_000, tag: randomBytes(6).toString('hex') }));
-      const key = contentKey(def, inputJson);
-      await new ResultCache(redis, env.REDIS_PREFIX!).set(key, { id: 'planted', type: 'spin', result: 'the planted result', attempts: 1, createdAt: Date.now(), finishedAt: Date.now() }, 60);
-      // As the API adds a job: no key in its data, its deduplication id the content key (see newJob).
-      const job = await queue.add('spin', { inputJson, version: 1 }, { deduplication: { id: key } });
-      // why within 10 s: its 20 s run went to a thread beside the look, which stopped it once the hit came.
-      await waitFor(async () => (await queue.getJobState(job.id!)) === 'completed', { what: `job ${job.id} to complete`, timeoutMs: 10_000 });
-      expect((await queue.getJob(job.id!))!.returnvalue).toBe('the planted result');
-      await waitFor(async () => (await replaced()) > replacedBefore, { what: 'the stopped run to replace its thread' });
-    } finally {
-      await queue.close();
-      redis.disconnect();
-    }
-  });
-
   it('reports liveness and readiness on both apps', async () => {
     for (const app of [api, worker]) {
       expect((await request(`${app.url}/health/live`)).status).toBe(200);

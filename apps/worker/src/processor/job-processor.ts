@@ -2,7 +2,7 @@ import { Inject, Injectable, OnApplicationBootstrap, Optional } from '@nestjs/co
 import { DelayedError, UnrecoverableError, WaitingChildrenError, WaitingError } from 'bullmq';
 import { ResultCache } from '@app/cache';
 import { CONFIG, type Config } from '@app/config';
-import { CodedJobError, isRetried, type JobDefinition, JobFailureCode, JobRegistry, knownVersions, parseFailure, runnerOf } from '@app/jobs';
+import { CodedJobError, isRetried, JobFailureCode, JobRegistry, knownVersions, parseFailure, runnerOf } from '@app/jobs';
 import { type Logger, LOGGER } from '@app/logging';
 import { contentKeyOf, listUntil, ownersKey, pastDeadline, queuePrefix, startDeadlinesKey, SWEEP_GRACE_SECONDS } from '@app/queue';
 import type { RedisClient } from '@app/redis';
@@ -32,13 +32,6 @@ const NEWER_VERSION_RETRY_MS = 2000;
 
 class HandBack extends Error {}
 
-/** Stops a run whose result the cache turned out to hold (see `process`): the cached result answers. */
-class CachedAnswer extends Error {
-  constructor(readonly result: unknown) {
-    super('answered from the cache');
-  }
-}
-
 /** Why BullMQ aborted a running job: handed back at shutdown, or cancelled by request. */
 const abortReason = (signal: AbortSignal): Error =>
   signal.reason === HAND_BACK ? new HandBack() : new CodedJobError(JobFailureCode.JOB_CANCELLED, 'cancelled while running');
@@ -47,14 +40,13 @@ const abortReason = (signal: AbortSignal): Error =>
  * The signal a pool thread's run gets: aborted at `timeoutMs` (JOB_TIMEOUT), or when BullMQ aborts
  * the job (abortReason). `dispose` once the run has ended.
  */
-function stopSignal(signal: AbortSignal, timeoutMs: number): { signal: AbortSignal; abort: (reason: Error) => void; dispose: () => void } {
+function stopSignal(signal: AbortSignal, timeoutMs: number): { signal: AbortSignal; dispose: () => void } {
   const abort = new AbortController();
   const timer = setTimeout(() => abort.abort(new CodedJobError(JobFailureCode.JOB_TIMEOUT, `the job ran longer than ${timeoutMs} ms; its thread was terminated`)), timeoutMs);
   const onAbort = () => abort.abort(abortReason(signal));
   signal.addEventListener('abort', onAbort, { once: true });
   return {
     signal: abort.signal,
-    abort: (reason) => abort.abort(reason),
     dispose: () => {
       clearTimeout(timer);
       signal.removeEventListener('abort', onAbort);
@@ -226,30 +218,6 @@ export class JobProcessor implements OnApplicationBootstrap {
     return final ? new UnrecoverableError(error.message) : error;
   }
 
-  /**
-   * The result cached under `job`'s content key, if there is one that can answer it: not one whose
-   * file a sweep removed (the job runs then). Never rejects: a look that fails is no answer.
-   */
-  private async cachedAnswer(def: JobDefinition, job: QueueJob): Promise<{ result: unknown } | undefined> {
-    const dataKey = contentKeyOf(job);
-    if (dataKey === undefined) return undefined;
-    try {
-      const cached = await this.cache.get(dataKey);
-      if (!cached || (FileLeases.uses(job.data.files, cached.result) && (await this.fileLeases.hold(def, job.data.files, cached.result)).length > 0)) return undefined;
-      return cached;
-    } catch {
-      return undefined;
-    }
-  }
-
-  /** Completes `job`, whose run started at `startedAt`, with the result the cache held (see `process`). */
-  private answered(job: QueueJob, startedAt: number, result: unknown): unknown {
-    const now = Date.now();
-    this.metrics.ended(job.name, 'completed', now - startedAt);
-    this.metrics.completed(job.name, job.queueName, now - job.timestamp);
-    return result;
-  }
-
   private async process(job: QueueJob, token: string, signal: AbortSignal): Promise<unknown> {
     const fields = { jobId: job.id, type: job.name, requestId: job.data.requestId, attempt: job.attemptsMade + 1 };
     // why made on first use: most jobs write no line at the default level, and a child logger per job is an allocation.
@@ -292,15 +260,11 @@ export class JobProcessor implements OnApplicationBootstrap {
     // so this one would run again (the bench smoke's 50 identical submissions over 2 APIs ran twice
     // without it). A schedule's tick and a fan-out chunk were added without a look at all. why not an
     // inline type: running it again costs less than the look (a round trip to Redis on every job).
-    // why beside the run for a submission's first attempt (its data names no key: the API looked
-    // just before it added it): a hit is then only that race, and looking first would add a round
-    // trip to every job's latency; a hit stops the run (its thread is replaced) and answers. A
-    // schedule's tick and a fan-out's job or chunk look first: for them a hit is the usual case.
-    const look = def.cacheTtlSeconds > 0 && !def.inline ? this.cachedAnswer(def, job) : undefined;
-    const beside = look !== undefined && job.data.key === undefined && job.attemptsMade === 0 && !def.fanOut;
-    if (look && !beside) {
-      const cached = await look;
-      if (cached) {
+    if (def.cacheTtlSeconds > 0 && !def.inline) {
+      const dataKey = contentKeyOf(job);
+      const cached = dataKey === undefined ? undefined : await this.cache.get(dataKey).catch(() => undefined);
+      // A cached result whose file a sweep removed is no answer: the job runs.
+      if (cached && (!FileLeases.uses(job.data.files, cached.result) || (await this.fileLeases.hold(def, job.data.files, cached.result)).length === 0)) {
         this.metrics.completed(def.name, job.queueName, Date.now() - job.timestamp);
         return cached.result;
       }
@@ -310,13 +274,6 @@ export class JobProcessor implements OnApplicationBootstrap {
     // why none for an inline run: nothing could stop it; the pool checks its time and BullMQ's
     // signal once it returns (JobPool.runInline), and a timer and a controller per job cost more.
     const stop = def.inline ? undefined : stopSignal(signal, timeoutMs);
-    // Settles with the look beside the run (see above), having stopped the run on a hit.
-    const hit = beside
-      ? look?.then((cached) => {
-          if (cached) stop?.abort(new CachedAnswer(cached.result));
-          return cached;
-        })
-      : undefined;
 
     const startedAt = Date.now();
     this.metrics.started();
@@ -342,8 +299,6 @@ export class JobProcessor implements OnApplicationBootstrap {
       const { value: result, key } = def.fanOut
         ? await this.fanOut.run(job, token, def, runner.version, options)
         : await this.pool.run(def.name, runner.version, job.data.inputJson, options);
-      const cached = await hit;
-      if (cached) return this.answered(job, startedAt, cached.result);
       const lost = FileLeases.uses(job.data.files, result) ? await this.fileLeases.hold(def, job.data.files, result) : [];
       if (lost.length > 0) throw new Error(`the result file(s) ${lost.join(', ')} left the blob store before their lease; the attempt is retried`);
       const finishedAt = Date.now();
@@ -363,8 +318,6 @@ export class JobProcessor implements OnApplicationBootstrap {
       this.metrics.completed(def.name, job.queueName, finishedAt - job.timestamp);
       return result;
     } catch (thrown) {
-      const cached = await hit;
-      if (cached) return this.answered(job, startedAt, cached.result);
       // An inline run that found BullMQ's signal aborted threw its reason, a string.
       const error = def.inline && signal.aborted && thrown === signal.reason ? abortReason(signal) : thrown;
       const ms = Date.now() - startedAt;
