@@ -26,8 +26,8 @@ export function filesReport(
     const keys = r(`redisKeyBytes.${which}.template`);
     return {
       scenario: SCENARIO,
-      measure: `Redis bytes per finished \`${type}\` job (input + result, kept, and its cached result), ${image} image ÷ the base64 peer's: used_memory; its keys by MEMORY USAGE`,
-      template: `${spreadOf(template, bytes)}; keys ${spreadOf(keys, bytes)}`,
+      measure: `Redis bytes per finished \`${type}\` job (input + result, kept, and its cached result), ${image} image ÷ the base64 peer's: used_memory less other processes' keys (used_memory alone); its keys by MEMORY USAGE`,
+      template: `${spreadOf(template, bytes)} (${spreadOf(r(`redisBytesRaw.${which}.template`), bytes)}); keys ${spreadOf(keys, bytes)}`,
       baseline: `peer (image base64 in job data) ${spreadOf(r(`redisBytes.${which}.peer`), bytes)}`,
       ratio: r(`redisBytes.${which}.ratio`),
       target: `≤ ${num(TARGET.perJobBytes)} B`,
@@ -51,8 +51,8 @@ export function filesReport(
       perJob('large', large),
       {
         scenario: SCENARIO,
-        measure: `same, ${large} image − ${small} image (template): used_memory; its keys`,
-        template: `${spreadOf(spreadLarge, bytes)}; keys ${spreadOf(spreadLargeKeys, bytes)}`,
+        measure: `same, ${large} image − ${small} image (template): used_memory less other processes' keys (used_memory alone); its keys`,
+        template: `${spreadOf(spreadLarge, bytes)} (${spreadOf(r('redisBytesRaw.largeLessSmall'), bytes)}); keys ${spreadOf(spreadLargeKeys, bytes)}`,
         baseline: '',
         target: `within ${num(TARGET.sizeSpread)} B`,
         met: [spreadLarge, spreadLargeKeys].every((m) => m.values.length > 0 && m.values.every((v) => Math.abs(v) <= TARGET.sizeSpread)),

@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { once } from 'node:events';
-import { request } from 'node:http';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Queue } from 'bullmq';
@@ -12,12 +11,15 @@ import { bullKey } from '../../libs/queue/src/queue.keys';
 import type { AppProcess } from '../../test/support/apps';
 import { keyHeader } from '../load/api-key';
 import { blast } from '../load/blast';
+import { generated, multipart, sendStream } from '../load/uploads';
 import { closedLoop, HttpClient } from '../load/http-client';
 import type { ScenarioReport } from '../report/report.types';
 import { benchJobs } from '../support/bench-jobs';
 import { imageJob } from '../support/options';
-import { censusDelta, keyCensus, memoryUsage, readMemory } from '../support/redis-memory';
-import { cpuMs, poolSaturated, rssBytes, startNode } from '../support/stack';
+import { censusDelta, fieldsDelta, keyCensus, memoryUsage, readMemory } from '../support/redis-memory';
+import { childrenOf, hostCpu, hostCpuShares } from '../support/host-cpu';
+import { cpuMs, poolSaturated, redisServerPid, rssBytes, startNode } from '../support/stack';
+import { schedCounters } from '../tuning/sched-counters';
 import { Rounds } from '../support/stats';
 import { BenchContext, rotate, Scenario, sleep } from './context';
 import { filesReport } from './files.report';
@@ -28,7 +30,6 @@ const PEER_QUEUE = 'peer-jobs';
 const ZSET_LISTPACK_ENTRIES = 128;
 /** What every thumbnail of the scenario is: one width and format, so every job is the same work. */
 const THUMB = { width: 640, format: 'jpeg' } as const;
-const ZIP_MAGIC = Buffer.from([0x50, 0x4b, 0x03, 0x04]);
 
 interface View {
   id: string;
@@ -72,50 +73,21 @@ function distinct(image: Buffer, tag: string): Buffer {
   return Buffer.concat([image.subarray(0, 2), segment, text, image.subarray(2)]);
 }
 
-/** A multipart/form-data body's parts around one file: the `input` part, the file part's header, and the closing boundary. */
-function multipart(input: unknown, part: string, filename: string, contentType: string) {
-  const boundary = `----bench${randomBytes(12).toString('hex')}`;
-  const head = Buffer.from(
-    `--${boundary}\r\ncontent-disposition: form-data; name="input"\r\ncontent-type: application/json\r\n\r\n${JSON.stringify(input)}\r\n` +
-      `--${boundary}\r\ncontent-disposition: form-data; name="${part}"; filename="${filename}"\r\ncontent-type: ${contentType}\r\n\r\n`,
-  );
-  return { contentType: `multipart/form-data; boundary=${boundary}`, head, tail: Buffer.from(`\r\n--${boundary}--\r\n`) };
-}
-
-/** A generated upload of `bytes`: a ZIP's first bytes and a nonce (a distinct file), then a shared 1 MiB of random bytes over and over. */
-function* generated(bytes: number, pattern: Buffer): Generator<Buffer> {
-  const first = Buffer.concat([ZIP_MAGIC, randomBytes(60)]).subarray(0, Math.min(64, bytes));
-  yield first;
-  for (let sent = first.length; sent < bytes; ) {
-    const chunk = pattern.subarray(0, Math.min(pattern.length, bytes - sent));
-    sent += chunk.length;
-    yield chunk;
-  }
-}
-
-/** Streams `chunks` as a request body (with Content-Length, minding backpressure) on a connection of its own; the answer. */
-async function sendStream(url: URL, headers: Record<string, string | number>, chunks: Iterable<Buffer>, timeoutMs: number): Promise<{ status: number; text: string }> {
-  const req = request({ host: url.hostname, port: url.port, path: url.pathname, method: 'POST', headers, agent: false, timeout: timeoutMs });
-  const answer = new Promise<{ status: number; text: string }>((resolve, reject) => {
-    req.on('response', (res) => {
-      const parts: Buffer[] = [];
-      res.on('data', (c: Buffer) => parts.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(parts).toString() }));
-      res.on('error', reject);
-    });
-    req.on('timeout', () => req.destroy(new Error(`POST ${url.pathname}: timed out`)));
-    req.on('error', reject);
-  });
-  try {
-    for (const chunk of chunks) {
-      if (req.destroyed) break;
-      if (!req.write(chunk)) await Promise.race([once(req, 'drain'), answer]);
+/** CPU ms of a process's threads by scheduling policy (/proc/<pid>/task/<tid>/stat: utime + stime, and policy). */
+function threadsByPolicy(pid: number): Record<string, number> {
+  const names = ['other', 'fifo', 'rr', 'batch', 'iso', 'idle'];
+  const by: Record<string, number> = {};
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      const policy = names[Number(fields[38])] ?? fields[38];
+      by[policy] = (by[policy] ?? 0) + (Number(fields[11]) + Number(fields[12])) * 10;
+    } catch {
+      // why skip: the thread ended between listing and reading.
     }
-    req.end();
-  } catch {
-    // The answer says what happened (an early refusal, a reset).
   }
-  return answer;
+  return by;
 }
 
 /**
@@ -148,6 +120,7 @@ export class FilesScenario implements Scenario<ScenarioReport> {
   /** The peer's jobs not yet removed: each holds its image in Redis (see dropPeerJobs). */
   private peerJobs: string[] = [];
   private doneJobId?: string;
+  private redisPid?: number;
   private readonly facts: Record<string, number> = {};
   /** The last round's census of each size: bytes per job by key family (see redisBytes). */
   private readonly census: Partial<Record<'small' | 'large', Record<string, number>>> = {};
@@ -191,6 +164,7 @@ export class FilesScenario implements Scenario<ScenarioReport> {
     progress.log(`${this.name}: images ${small.width} × ${small.height} (${small.data.length} B) and ${large.width} × ${large.height} (${large.data.length} B)`);
     this.store = new FileBlobStore(this.storeDir);
     this.template = new HttpClient(this.ctx.servers.api.url, 64);
+    this.redisPid = await redisServerPid(this.ctx.redis, this.ctx.redisClient);
     this.peer = new HttpClient(peer.api.url, 64);
     this.connection = new IORedis(redis.url, { maxRetriesPerRequest: null });
     this.peerQueue = new Queue(PEER_QUEUE, { connection: this.connection, prefix: this.peerPrefix }).on('error', () => undefined);
@@ -307,21 +281,35 @@ export class FilesScenario implements Scenario<ScenarioReport> {
     const redis = this.ctx.redisClient;
     // why no settling pause in smoke mode: its numbers mean nothing, and 8 pauses would be most of its time.
     const settleMs = this.ctx.opts.smoke ? 0 : 150;
-    const measure = async (jobs: number, events: string, run: () => Promise<unknown>, prefix?: string) => {
+    /**
+     * Bytes per job of `run` (a side's jobs, its keys under `own`): used_memory's delta less the
+     * events stream's and less what keys of others (outside `own`) gained or lost meanwhile, and on
+     * the template's side (`census`) a census of its keys by family.
+     */
+    const measure = async (jobs: number, events: string, run: () => Promise<unknown>, own: string, census: boolean) => {
+      const inside = (all: Map<string, number>, yes: boolean) => new Map([...all].filter(([key]) => key.startsWith(`${own}:`) === yes));
       const m0 = await readMemory(redis, settleMs);
       const e0 = await memoryUsage(redis, [events]);
-      const c0 = prefix === undefined ? undefined : await keyCensus(redis, `${prefix}:*`);
+      const a0 = await keyCensus(redis, '*');
       const result = await closedLoop({ concurrency: 4, total: jobs, task: run });
       if (result.errors.length > 0) throw new Error(`files: Redis bytes (${size}): ${result.errors[0]}`);
       const m1 = await readMemory(redis, settleMs);
       const e1 = await memoryUsage(redis, [events]);
-      const c1 = prefix === undefined ? undefined : await keyCensus(redis, `${prefix}:*`);
-      return { used: (m1.keys - m0.keys - (e1 - e0)) / jobs, census: c0 && c1 && censusDelta(c0, c1, prefix!, [events]) };
+      const a1 = await keyCensus(redis, '*');
+      const others = censusDelta(inside(a0, false), inside(a1, false), '', [events]);
+      const raw = (m1.keys - m0.keys - (e1 - e0)) / jobs;
+      const used = raw - others.total / jobs;
+      this.ctx.progress.log(
+        `${this.name}: Redis bytes per job, ${size} image, ${own}: used_memory ${Math.round(raw)} less others' keys ${Math.round(others.total / jobs)} = ${Math.round(used)}; events ${Math.round((e1 - e0) / jobs)}; ` +
+          `INFO memory / MEMORY STATS moved per job: ${JSON.stringify(fieldsDelta(m0, m1, jobs))}; others' keys moved: ${JSON.stringify(others.byFamily)}`,
+      );
+      return { used, raw, census: census ? censusDelta(inside(a0, true), inside(a1, true), own, [events]) : undefined };
     };
-    const template = await measure(o.memoryJobs, bullKey(this.ctx.prefix, this.image.queue, 'events'), () => this.thumbTemplate(size), this.ctx.prefix);
-    const peer = await measure(size === 'large' ? o.peerLargeJobs : o.memoryJobs, `${this.peerPrefix}:${PEER_QUEUE}:events`, () => this.thumbPeer(size));
+    const template = await measure(o.memoryJobs, bullKey(this.ctx.prefix, this.image.queue, 'events'), () => this.thumbTemplate(size), this.ctx.prefix, true);
+    const peer = await measure(size === 'large' ? o.peerLargeJobs : o.memoryJobs, `${this.peerPrefix}:${PEER_QUEUE}:events`, () => this.thumbPeer(size), this.peerPrefix, false);
     await this.dropPeerJobs();
     this.rounds.add(`redisBytes.${size}.template`, template.used);
+    this.rounds.add(`redisBytesRaw.${size}.template`, template.raw);
     this.rounds.add(`redisBytes.${size}.peer`, peer.used);
     this.rounds.add(`redisBytes.${size}.ratio`, template.used / peer.used);
     this.rounds.add(`redisKeyBytes.${size}.template`, template.census!.total / o.memoryJobs);
@@ -336,7 +324,7 @@ export class FilesScenario implements Scenario<ScenarioReport> {
       const [, shipped] = (await redis.config('GET', 'hash-max-listpack-value')) as [string, string];
       await redis.config('SET', 'hash-max-listpack-value', '64');
       try {
-        const plain = await measure(o.memoryJobs, bullKey(this.ctx.prefix, this.image.queue, 'events'), () => this.thumbTemplate(size), this.ctx.prefix);
+        const plain = await measure(o.memoryJobs, bullKey(this.ctx.prefix, this.image.queue, 'events'), () => this.thumbTemplate(size), this.ctx.prefix, true);
         this.rounds.add('redisBytes.largeRedisDefaults.template', plain.used);
         this.rounds.add('redisKeyBytes.largeRedisDefaults.template', plain.census!.total / o.memoryJobs);
       } finally {
@@ -346,6 +334,7 @@ export class FilesScenario implements Scenario<ScenarioReport> {
     if (size === 'large') {
       const last = (name: string) => this.rounds.get(name).values.at(-1)!;
       this.rounds.add('redisBytes.largeLessSmall', template.used - last('redisBytes.small.template'));
+      this.rounds.add('redisBytesRaw.largeLessSmall', template.raw - last('redisBytesRaw.small.template'));
       this.rounds.add('redisKeyBytes.largeLessSmall', last('redisKeyBytes.large.template') - last('redisKeyBytes.small.template'));
     }
   }
@@ -449,7 +438,9 @@ export class FilesScenario implements Scenario<ScenarioReport> {
     });
     try {
       await poolSaturated(worker, Math.min(this.ctx.opts.threads, o.feeders), 30_000);
+      const watch = { at: performance.now(), host: hostCpu(), api: schedCounters(api.pid), worker: threadsByPolicy(worker.pid), fed };
       const busy = await blast({ ...get, durationS: o.busyS });
+      this.watched(watch, busy.ok, fed);
       this.rounds.add('getIdle', idle.rps);
       this.rounds.add('getBusy', busy.rps);
       this.rounds.add('isolation', busy.rps / idle.rps);
@@ -459,6 +450,42 @@ export class FilesScenario implements Scenario<ScenarioReport> {
       await Promise.all(feeders);
     }
     this.rounds.add('fedThumbs', fed);
+  }
+
+  /**
+   * What the busy GET leg shared the host with, to find what takes a round down: the API's CPU and
+   * run-queue wait per GET, its CPU per thumbnail fed (each one an upload and a download through it),
+   * the cores each process used, and the worker's by scheduling policy (libvips's threads on SCHED_IDLE or not).
+   */
+  private watched(from: { at: number; host: ReturnType<typeof hostCpu>; api: ReturnType<typeof schedCounters>; worker: Record<string, number>; fed: number }, gets: number, fed: number): void {
+    const { api, worker } = this.ctx.servers;
+    const wallMs = performance.now() - from.at;
+    const host = hostCpu();
+    const apiNow = schedCounters(api.pid);
+    const workerNow = threadsByPolicy(worker.pid);
+    const named = [api.pid, worker.pid, this.redisPid ?? -1];
+    const { byLabel, others, topOthers } = hostCpuShares(from.host, host, wallMs, {
+      api: [api.pid],
+      worker: [worker.pid],
+      redis: this.redisPid ? [this.redisPid] : [],
+      bench: [process.pid],
+      run: childrenOf(host, process.pid).filter((pid) => !named.includes(pid)),
+    });
+    const fedNow = fed - from.fed;
+    const apiCpu = apiNow.cpuMs - from.api.cpuMs;
+    this.rounds.add('isoApiCpuPerGetUs', (apiCpu / Math.max(1, gets)) * 1000);
+    this.rounds.add('isoApiWaitPerGetUs', ((apiNow.waitMs - from.api.waitMs) / Math.max(1, gets)) * 1000);
+    for (const [label, cores] of Object.entries(byLabel)) this.rounds.add(`isoCores.${label}`, cores);
+    this.rounds.add('isoCores.others', others);
+    const policies = Object.keys(workerNow)
+      .map((policy) => `${policy} ${((workerNow[policy] - (from.worker[policy] ?? 0)) / wallMs).toFixed(2)}`)
+      .join(', ');
+    const c = (n: number) => n.toFixed(2);
+    this.ctx.progress.log(
+      `  ${this.name}, GET busy: ${gets} GETs, ${fedNow} thumbnails fed; API ${c(apiCpu / wallMs)} cores (${((apiCpu / Math.max(1, gets)) * 1000).toFixed(0)} µs per GET all told), ` +
+        `${(((apiNow.waitMs - from.api.waitMs) / Math.max(1, gets)) * 1000).toFixed(0)} µs run-queue wait per GET; cores used: API ${c(byLabel.api)}, worker ${c(byLabel.worker)} (by policy: ${policies}), ` +
+        `Redis ${c(byLabel.redis)}, bench ${c(byLabel.bench)}, the run's other processes ${c(byLabel.run)}, other processes on the host ${c(others)} (${topOthers.join(', ') || 'none'})`,
+    );
   }
 
   result(): ScenarioReport {

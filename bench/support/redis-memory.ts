@@ -17,6 +17,30 @@ export interface MemoryReading {
   keys: number;
   /** redis-server's resident set: what the machine must have. */
   rss: number;
+  /**
+   * The reading's breakdown: every numeric field of INFO memory, and MEMORY STATS's overhead
+   * fields (`stats.<name>`, `stats.db.<n>.<name>`), so a delta says which part of used_memory moved.
+   */
+  fields: Record<string, number>;
+}
+
+/** INFO memory's numeric fields and MEMORY STATS's, flat (see MemoryReading.fields). */
+function breakdown(info: string, stats: unknown[]): Record<string, number> {
+  const fields: Record<string, number> = {};
+  for (const line of info.split(/\r?\n/)) {
+    const match = /^([a-z_]+):(-?\d+(?:\.\d+)?)$/.exec(line);
+    if (match) fields[match[1]] = Number(match[2]);
+  }
+  const flat = (list: unknown[], at: string) => {
+    for (let i = 0; i + 1 < list.length; i += 2) {
+      const value = list[i + 1];
+      const name = `${at}.${String(list[i])}`;
+      if (Array.isArray(value)) flat(value, name);
+      else if (typeof value === 'number' || (typeof value === 'string' && /^-?\d+(\.\d+)?$/.test(value))) fields[name] = Number(value);
+    }
+  };
+  flat(stats, 'stats');
+  return fields;
 }
 
 function field(info: string, name: string): number {
@@ -29,8 +53,7 @@ function field(info: string, name: string): number {
  * is keys × (dictEntry + robj, 24 + 16 B) plus 8 B a bucket, overhead.hashtable.expires is
  * expiries × 24 B plus 8 B a bucket (Redis 7.0's object.c).
  */
-async function bucketBytes(redis: IORedis): Promise<number> {
-  const stats = (await redis.call('MEMORY', 'STATS')) as unknown[];
+async function bucketBytes(redis: IORedis, stats: unknown[]): Promise<number> {
   const keyspace = await redis.info('keyspace');
   let total = 0;
   for (let i = 0; i < stats.length; i += 2) {
@@ -51,15 +74,27 @@ export async function readMemory(redis: IORedis, settleMs = 150): Promise<Memory
   const readings: MemoryReading[] = [];
   while (readings.length < 3) {
     const info = await redis.info('memory');
-    const buckets = await bucketBytes(redis);
+    const stats = (await redis.call('MEMORY', 'STATS')) as unknown[];
+    const buckets = await bucketBytes(redis, stats);
     await sleep(50);
     if (field(info, 'lazyfree_pending_objects') > 0) continue;
     const buffers = field(info, 'mem_clients_normal') + (field(info, 'mem_clients_slaves') || 0);
     const used = field(info, 'used_memory') - buffers - field(info, 'used_memory_scripts');
-    readings.push({ used, keys: used - buckets, rss: field(info, 'used_memory_rss') });
+    readings.push({ used, keys: used - buckets, rss: field(info, 'used_memory_rss'), fields: breakdown(info, stats) });
   }
   const median = (pick: (r: MemoryReading) => number) => readings.map(pick).sort((a, b) => a - b)[1];
-  return { used: median((r) => r.used), keys: median((r) => r.keys), rss: median((r) => r.rss) };
+  const middle = [...readings].sort((a, b) => a.keys - b.keys)[1];
+  return { used: median((r) => r.used), keys: median((r) => r.keys), rss: median((r) => r.rss), fields: middle.fields };
+}
+
+/** What moved between two readings' breakdowns (MemoryReading.fields), per `per` (a job), the fields that did. */
+export function fieldsDelta(before: MemoryReading, after: MemoryReading, per = 1): Record<string, number> {
+  const delta: Record<string, number> = {};
+  for (const [name, value] of Object.entries(after.fields)) {
+    const moved = (value - (before.fields[name] ?? 0)) / per;
+    if (Number.isFinite(moved) && moved !== 0) delta[name] = Math.round(moved * 10) / 10;
+  }
+  return delta;
 }
 
 /** Keys matching `pattern` (SCAN, so Redis never blocks on a large keyspace). */

@@ -21,6 +21,7 @@ import { Rounds, summarize } from '../support/stats';
  *   AB_ROUNDS (8), AB_SECONDS (1.5), AB_MEASURES (cacheHit,trivialJobs,sequential,trivialRoute)
  *   AB_TRIVIAL_TYPE         the trivial job of trivialJobs and sequential (bench-sum; bench-sum-inline)
  *   AB_NODE_ARGS            Node flags for both sides' apps ("--cpu-prof --cpu-prof-dir=/tmp/prof")
+ *   AB_NODE_ARGS_A / _B     Node flags for one side's apps, after the image's and AB_NODE_ARGS
  *
  * Besides each measure (req/s, jobs/s or p50 ms), it reports the CPU time the API and the worker
  * spent per request or job (from /proc), which a busy host disturbs less than throughput.
@@ -58,7 +59,8 @@ async function main(): Promise<void> {
         WORKER_THREADS: '2',
         ...envOf(process.env[`AB_ENV_${side}`]?.replaceAll('$OTLP_SINK', sink?.url ?? '')),
       };
-      stacks.push(await startTemplate(root, env, { dist: process.env[`AB_DIST_${side}`] ?? join(root, 'dist'), nodeArgs }));
+      const sideArgs = (process.env[`AB_NODE_ARGS_${side}`] ?? '').split(/\s+/).filter(Boolean);
+      stacks.push(await startTemplate(root, env, { dist: process.env[`AB_DIST_${side}`] ?? join(root, 'dist'), nodeArgs: [...nodeArgs, ...sideArgs] }));
     }
     const trivial = `/v1/jobs/${process.env.AB_TRIVIAL_TYPE ?? 'bench-sum'}`;
     const clients = new Map(stacks.map(({ api }) => [api, new HttpClient(api.url, 64)]));

@@ -1,0 +1,51 @@
+import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
+import { request } from 'node:http';
+
+const ZIP_MAGIC = Buffer.from([0x50, 0x4b, 0x03, 0x04]);
+
+/** A multipart/form-data body's parts around one file: the `input` part, the file part's header, and the closing boundary. */
+export function multipart(input: unknown, part: string, filename: string, contentType: string) {
+  const boundary = `----bench${randomBytes(12).toString('hex')}`;
+  const head = Buffer.from(
+    `--${boundary}\r\ncontent-disposition: form-data; name="input"\r\ncontent-type: application/json\r\n\r\n${JSON.stringify(input)}\r\n` +
+      `--${boundary}\r\ncontent-disposition: form-data; name="${part}"; filename="${filename}"\r\ncontent-type: ${contentType}\r\n\r\n`,
+  );
+  return { contentType: `multipart/form-data; boundary=${boundary}`, head, tail: Buffer.from(`\r\n--${boundary}--\r\n`) };
+}
+
+/** A generated upload of `bytes`: a ZIP's first bytes and a nonce (a distinct file), then a shared 1 MiB of random bytes over and over. */
+export function* generated(bytes: number, pattern: Buffer): Generator<Buffer> {
+  const first = Buffer.concat([ZIP_MAGIC, randomBytes(60)]).subarray(0, Math.min(64, bytes));
+  yield first;
+  for (let sent = first.length; sent < bytes; ) {
+    const chunk = pattern.subarray(0, Math.min(pattern.length, bytes - sent));
+    sent += chunk.length;
+    yield chunk;
+  }
+}
+
+/** Streams `chunks` as a request body (with Content-Length, minding backpressure) on a connection of its own; the answer. */
+export async function sendStream(url: URL, headers: Record<string, string | number>, chunks: Iterable<Buffer>, timeoutMs: number): Promise<{ status: number; text: string }> {
+  const req = request({ host: url.hostname, port: url.port, path: url.pathname, method: 'POST', headers, agent: false, timeout: timeoutMs });
+  const answer = new Promise<{ status: number; text: string }>((resolve, reject) => {
+    req.on('response', (res) => {
+      const parts: Buffer[] = [];
+      res.on('data', (c: Buffer) => parts.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(parts).toString() }));
+      res.on('error', reject);
+    });
+    req.on('timeout', () => req.destroy(new Error(`POST ${url.pathname}: timed out`)));
+    req.on('error', reject);
+  });
+  try {
+    for (const chunk of chunks) {
+      if (req.destroyed) break;
+      if (!req.write(chunk)) await Promise.race([once(req, 'drain'), answer]);
+    }
+    req.end();
+  } catch {
+    // The answer says what happened (an early refusal, a reset).
+  }
+  return answer;
+}
