@@ -5,7 +5,7 @@
 // Ctrl-C stops everything it started, and so do SIGTERM, SIGINT or SIGHUP to npm's pid or its own.
 import './node-runtime/check.mjs';
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -80,8 +80,17 @@ function track(name, child) {
   return child;
 }
 
+/** The Node flags the image starts `entry` with (docker/Dockerfile's CMD for it): npm start runs the apps as deployed. */
+function imageFlags(entry) {
+  const cmd = readFileSync(join(root, 'docker', 'Dockerfile'), 'utf8')
+    .split('\n')
+    .filter((line) => line.startsWith('CMD [') && line.includes(`"${entry}"`))
+    .map((line) => JSON.parse(line.slice(4)))[0];
+  return cmd ? cmd.slice(1, -1) : [];
+}
+
 function run(name, entry, env) {
-  const child = track(name, spawn(process.execPath, [join(root, entry)], { cwd: root, env, stdio: 'inherit' }));
+  const child = track(name, spawn(process.execPath, [...imageFlags(entry), join(root, entry)], { cwd: root, env, stdio: 'inherit' }));
   child.on('exit', (code, signal) => {
     if (!stopping) {
       console.error(`[start] ${name} exited (${signal ?? code}); stopping the rest`);

@@ -57,9 +57,19 @@ describe('docker/Dockerfile', () => {
     it('starts node itself on the built entry point (exec form, no npm or shell)', () => {
       const cmd = lastOf(instructions, 'CMD') ?? '';
       expect(cmd).toMatch(/^\[/); // exec form; the shell form runs `/bin/sh -c`, which does not forward SIGTERM
-      expect(JSON.parse(cmd)).toEqual(['node', `dist/apps/${app}/src/main.js`]);
+      const argv = JSON.parse(cmd) as string[];
+      expect([argv[0], argv.at(-1)]).toEqual(['node', `dist/apps/${app}/src/main.js`]);
+      // Between them, Node flags only (the API's V8 heap flags: see the Dockerfile's note).
+      expect(argv.slice(1, -1).filter((flag) => !/^--[a-z-]+=\d+$/.test(flag))).toEqual([]);
       expect(lastOf(instructions, 'ENTRYPOINT')).toBeUndefined();
       expect(existsSync(join(ROOT, `dist/apps/${app}/src/main.js`))).toBe(true);
+    });
+
+    it('is started with the same Node flags by npm run start:<app> (as deployed)', () => {
+      const flags = (JSON.parse(lastOf(instructions, 'CMD') ?? '[]') as string[]).slice(1, -1);
+      const script = (JSON.parse(readRepoFile('package.json')) as { scripts: Record<string, string> }).scripts[`start:${app}`];
+      expect(script.split(' && ').at(-1)).toBe(['node', ...flags, `dist/apps/${app}/src/main.js`].join(' '));
+      // npm start (scripts/start.mjs) and the bench (bench/support/stack.ts imageNodeFlags) read them from this CMD line.
     });
 
     it(`runs as a non-root user with NODE_ENV=production and exposes ${portVariable}'s default`, () => {

@@ -47,6 +47,15 @@ export async function startNode(
 /** What the image sets beyond the apps' defaults (docker/Dockerfile): the bench measures the template as deployed. */
 export const IMAGE_ENV: Env = { WORKER_SCHED: 'idle' };
 
+/** The Node flags docker/Dockerfile's CMD starts an app's entry point with (the API's V8 heap flags), as the bench starts it. */
+export function imageNodeFlags(kind: 'api' | 'worker'): string[] {
+  const entry = `dist/apps/${kind}/src/main.js`;
+  const line = readFileSync(join(__dirname, '..', '..', '..', '..', 'docker', 'Dockerfile'), 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith('CMD [') && l.includes(`"${entry}"`));
+  return line ? (JSON.parse(line.slice(4)) as string[]).slice(1, -1) : [];
+}
+
 /**
  * One of the template's apps from the build in `dist`, with the bench's job types added to its
  * registry (bench-jobs.preload.ts, which Node also runs in each pool thread), and a full garbage
@@ -63,7 +72,7 @@ export function startTemplateApp(
     kind,
     portVar: kind === 'worker' ? 'WORKER_PORT' : 'PORT',
     port: options.port,
-    nodeArgs: ['--expose-gc', '--require', join(__dirname, 'bench-jobs.preload.js'), ...(options.nodeArgs ?? [])],
+    nodeArgs: [...imageNodeFlags(kind), '--expose-gc', '--require', join(__dirname, 'bench-jobs.preload.js'), ...(options.nodeArgs ?? [])],
   });
   // An API that takes the bench's key (BENCH_KEY_ENV) gets it on every request of the bench's clients.
   return kind === 'api' && env.API_KEYS?.includes(BENCH_API_KEY) ? app.then((api) => (sendKeyTo(api.url), api)) : app;
