@@ -36,7 +36,7 @@ const SERIAL = ['test/queues', 'test/chaos/', 'test/isolation', 'test/bench-smok
  * Long suites of the parallel lane that time nothing (builds and tests on clean copies, the fuzzer):
  * they start first, so the lane does not end waiting on one of them.
  */
-const PARALLEL_FIRST = ['test/template', 'test/capabilities', 'test/input/fuzz'];
+const PARALLEL_FIRST = ['test/template', 'test/input/fuzz'];
 const lane = process.env.TEST_LANE;
 // why through the environment: the sequencer runs in Jest's process but reads no config of ours.
 process.env.TEST_SERIAL_ORDER = SERIAL.join(',');

@@ -89,9 +89,11 @@ describe('demo page', () => {
         return s.pings >= 3 && s.loops.length >= 1 && !s.error;
       }, { what: `${id} samples on the page`, timeoutMs: 15_000 });
     }
+    // why the count first: a redraw between reading the image and the count would leave the count
+    // already past the image, and the next change would not raise it again.
+    const drawsBefore = (await state('template')).draws;
     const first = await chartImage();
     expect(first).not.toBe(await blankImage());
-    const drawsBefore = (await state('template')).draws;
     await waitFor(async () => (await chartImage()) !== first, { what: 'the chart to change', timeoutMs: 5000 });
     expect((await state('template')).draws).toBeGreaterThan(drawsBefore);
     expect(await page.locator('#template [data-stats]').textContent()).toMatch(/ping \(last 10 s\) p50 \d/);

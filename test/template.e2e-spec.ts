@@ -6,24 +6,48 @@ import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import IORedis from 'ioredis';
 import { AppProcess, startApp, stackEnv } from './support/apps';
+import { CAPABILITIES, type Capability, type CapabilityName, present } from './support/capabilities';
 import { getJob, readEvents, request, submit } from './support/http';
 import { removalLeftovers } from './support/removal-leftovers';
 import { RepoCopy } from './support/repo-copy';
+import { typeChecker } from './support/type-check';
 
-/** Output of a command that must have succeeded; fails with all of it otherwise. */
-function ok(result: SpawnSyncReturns<string>): string {
+/** Output (stdout unless said) of a command that must have succeeded; fails with all of it otherwise. */
+function ok(result: SpawnSyncReturns<string>, stream: 'stdout' | 'stderr' = 'stdout'): string {
   if (result.status !== 0) throw new Error(`exit ${result.status ?? result.signal}:\n${result.stdout}\n${result.stderr}\n${result.error ?? ''}`);
-  return result.stdout;
+  return result[stream];
+}
+
+/** Type-checked alone too (the first such check costs a tsc of both apps, each next one a fraction); the others in the removal of all. */
+const ALONE: readonly CapabilityName[] = ['webhooks', 'idempotency', 'schedules'];
+/** This copy's capabilities: a service that deleted some runs this test on what it kept. */
+const KEPT = (Object.keys(CAPABILITIES) as CapabilityName[]).filter((name) => present(name));
+
+/** The development guide's table of capabilities: name, folder, module, its own tests, its guide sections. */
+function guideTable(guide: string) {
+  const section = guide.slice(guide.indexOf('## Removing a capability'));
+  return [...section.matchAll(/^\| ([a-z-]+) \| `([^`]+)` \| `(\w+)` \| (.+?) \| (.+) \|$/gm)].map(([, name, folder, module, tests, sections]) => ({
+    name,
+    folder,
+    module,
+    tests: [...tests.matchAll(/`([^`]+)`/g)].map((m) => m[1]),
+    sections: [...sections.matchAll(/\]\(([^)]+)\)/g)].map((m) => `docs/${m[1]}`),
+  }));
 }
 
 /**
  * The template's own scripts on a clean copy of the repository, as a team starts a service from it:
- * `npm run rename`, then `npm run new:job` and `npm run remove:job`, down to removing every example
- * but fibonacci with the README's command; then the copy builds, passes `npm run lint`, its unit,
- * README, docs and deploy specs and the core jobs end-to-end test, and its apps run the new type
- * under the new name. why one copy for the three scripts: a build and a type check take 10-40 s each
- * here. The rename changes names, the generator adds files and lines, the remover takes some away;
+ * a capability deleted by hand (its folder, its import and its line in the module list) leaves apps
+ * that type-check; then `npm run rename`, `npm run new:job` and `npm run remove:job`, down to
+ * removing every example but fibonacci with the README's command, and `npm run remove:capability`
+ * for every capability; then the copy builds, passes `npm run lint`, its unit, README, docs and
+ * deploy specs and the core jobs end-to-end test, and its apps run the new types under the new name.
+ * why one copy for the four scripts: a build, a type check and the copy's specs take 10-40 s each
+ * here. The rename changes names, the generator adds files and lines, the removers take some away;
  * none can repair what another breaks, so a failure of any still fails the build or a spec below.
+ * why the unit specs and jobs.e2e-spec.ts, not the whole suite: they cover what every capability
+ * hooks into (the submit path, reads, waits, cancels, event streams, against Redis and the built
+ * apps); the whole suite would cost minutes more (docs/development.md says how to run it on such a copy).
  */
 describe('starting a service from the template, on a clean copy', () => {
   const from = (JSON.parse(readFileSync(join(__dirname, '..', 'package.json'), 'utf8')) as { name: string }).name;
@@ -40,6 +64,8 @@ describe('starting a service from the template, on a clean copy', () => {
   const env = stackEnv('template');
   const procs: AppProcess[] = [];
   const redis = new IORedis(env.REDIS_URL!);
+  /** `tsc -p <config> --noEmit` in the copy, each run reusing what the last one loaded and checked (support/type-check.ts). */
+  const tsc = typeChecker(copy.root);
 
   afterAll(async () => {
     await Promise.all(procs.map((p) => p.stop('SIGKILL')));
@@ -78,6 +104,29 @@ describe('starting a service from the template, on a clean copy', () => {
     expect(script('rename.mjs').stderr).toMatch(/usage: npm run rename -- <service-name>/);
     expect(snapshot()).toEqual(before);
   });
+
+  const removeByHand = ({ folder, module, wiredIn, tests }: Capability) => {
+    for (const path of [folder, ...tests]) rmSync(join(copy.root, path), { recursive: true });
+    for (const file of wiredIn) {
+      copy.edit(file, new RegExp(`^import \\{ ${module} \\} from '[^']+';\\n`, 'm'), '');
+      // The entry in the module list: with its import gone, the only line left that names the module.
+      copy.edit(file, new RegExp(`^ +.*\\b${module}\\b.*,\\n`, 'm'), '');
+    }
+  };
+
+  for (const name of ALONE.filter((n) => KEPT.includes(n))) {
+    const capability: Capability = CAPABILITIES[name];
+    it(`${capability.folder}: without its folder and its line in ${capability.wiredIn.join(', ')}, the apps type-check`, () => {
+      removeByHand(capability);
+      try {
+        // why in the whole project's program: the type check of `npm run lint` below then reuses these checks.
+        expect(tsc('tsconfig.json', { report: 'tsconfig.build.json' })).toBe('');
+      } finally {
+        // why before the rename: what git has indexed is still the copy as it came.
+        ok(copy.exec('git', ['checkout', '-q', '--', '.']));
+      }
+    }, 150_000);
+  }
 
   it('renames every spelling of the name in one step', () => {
     const output = ok(copy.exec('npm', ['run', '--silent', 'rename', '--', to]));
@@ -227,29 +276,69 @@ describe('starting a service from the template, on a clean copy', () => {
     expect(copy.read('libs/jobs/src/registry.ts')).toMatch(/^export const coreJobs = \[fibonacci, collatzRecord, gzipDocument\] as const;$/m);
   });
 
+  it(`npm run remove:capability -- ${KEPT.join(' ')}: nothing in README.md, docs/ or package.json points at them`, () => {
+    const sections = guideTable(copy.read('docs/development.md')).filter(({ name }) => KEPT.includes(name as CapabilityName)).flatMap((c) => c.sections);
+    const removal = copy.exec('npm', ['run', '--silent', 'remove:capability', '--', ...KEPT]);
+    expect([removal.status, removal.stderr]).toEqual([0, '']);
+    expect(removal.stdout).toMatch(`remove:capability: removed ${KEPT.join(', ')}:\n`);
+    if (KEPT.includes('webhooks')) expect(removal.stdout).toMatch('\n  moved   standardwebhooks to devDependencies: only test/support/webhook-receiver.ts still uses it\n');
+    expect(removalLeftovers(copy)).toEqual([]);
+    // Their guide sections are gone, and with them every row that linked there (the README's among them): the docs-links spec below finds no link to one.
+    for (const target of sections) {
+      const [file, anchor] = target.split('#');
+      if (anchor === undefined) {
+        expect([target, copy.exists(file)]).toEqual([target, false]);
+        continue;
+      }
+      expect([target, copy.read(file).split('\n').some((line) => /^#+ /.test(line) && line.replace(/^#+ /, '').toLowerCase().replace(/[^a-z0-9 -]/g, '').replace(/ /g, '-') === anchor)]).toEqual([target, false]);
+    }
+  });
+
   it('builds, passes npm run lint, its unit tests, the README, docs and deploy specs and the jobs end-to-end test with no other edit', () => {
     const took: string[] = [];
-    const timed = (what: string, result: () => SpawnSyncReturns<string>) => {
+    const timed = <T>(what: string, result: () => T) => {
       const started = Date.now();
       const ended = result();
       took.push(`${what} ${((Date.now() - started) / 1000).toFixed(1)} s`);
-      ok(ended);
       return ended;
     };
-    timed('npm run build', () => copy.exec('npm', ['run', 'build'], { timeoutMs: 240_000 }));
-    timed('npm run lint', () => copy.exec('npm', ['run', 'lint'], { timeoutMs: 240_000 }));
+    timed('npm run build', () => ok(copy.exec('npm', ['run', 'build'], { timeoutMs: 240_000 })));
+    // `npm run lint` as the copy's package.json says it, its type check run in this process: it
+    // reuses the program of the checks above (~15 CPU-s less than a tsc of its own).
+    const [typeCheck, ...rest] = (JSON.parse(copy.read('package.json')) as { scripts: { lint: string } }).scripts.lint.split(' && ');
+    expect(typeCheck).toBe('tsc -p tsconfig.json --noEmit');
+    timed('npm run lint', () => {
+      expect(tsc('tsconfig.json')).toBe('');
+      ok(copy.exec('sh', ['-c', rest.join(' && ')], { env: { PATH: `${join(copy.root, 'node_modules', '.bin')}:${process.env.PATH}` }, timeoutMs: 240_000 }));
+    });
     const jest = timed('unit, README, docs, deploy and jobs specs', () =>
-      copy.exec(
-        process.execPath,
-        ['node_modules/jest/bin/jest.js', '--ci', '/(apps|libs)/.*\\.spec\\.ts$', '/test/(readme|docs-links|deploy|jobs)\\.e2e-spec\\.ts$'],
-        { env: { REDIS_URL: env.REDIS_URL }, timeoutMs: 240_000 },
+      ok(
+        copy.exec(
+          process.execPath,
+          ['node_modules/jest/bin/jest.js', '--ci', '/(apps|libs)/.*\\.spec\\.ts$', '/test/(readme|docs-links|deploy|jobs)\\.e2e-spec\\.ts$'],
+          { env: { REDIS_URL: env.REDIS_URL }, timeoutMs: 240_000 },
+        ),
+        'stderr',
       ),
     );
-    console.log(`[template] after rename, new:job and remove:job, in the copy: ${took.join(', ')}`);
-    expect(jest.stderr).toMatch(/PASS unit libs\/jobs\/src\/collatz-record\.job\.spec\.ts/);
-    expect(jest.stderr).toMatch(/PASS unit libs\/jobs\/src\/gzip-document\.job\.spec\.ts/);
-    expect(jest.stderr).toMatch(/PASS unit libs\/jobs\/src\/fibonacci\.job\.spec\.ts/);
-    for (const spec of ['readme', 'docs-links', 'deploy', 'jobs']) expect(jest.stderr).toMatch(`PASS e2e test/${spec}.e2e-spec.ts`);
+    console.log(`[template] after rename, new:job, remove:job and remove:capability, in the copy: ${took.join(', ')}`);
+    expect(jest).toMatch(/PASS unit libs\/jobs\/src\/collatz-record\.job\.spec\.ts/);
+    expect(jest).toMatch(/PASS unit libs\/jobs\/src\/gzip-document\.job\.spec\.ts/);
+    expect(jest).toMatch(/PASS unit libs\/jobs\/src\/fibonacci\.job\.spec\.ts/);
+    for (const spec of ['readme', 'docs-links', 'deploy', 'jobs']) expect(jest).toMatch(`PASS e2e test/${spec}.e2e-spec.ts`);
+    // The capabilities are gone for real: no source names a module, the build holds nothing of a folder, no spec of one ran.
+    const removed = KEPT.map((name) => CAPABILITIES[name]);
+    if (removed.length > 0) {
+      const named = copy.exec('grep', ['-rlwE', removed.map((c) => c.module).join('|'), 'apps', 'libs']);
+      expect([named.status, named.stdout]).toEqual([1, '']);
+    }
+    for (const { folder } of removed) {
+      expect(copy.exists(`dist/${folder}`)).toBe(false);
+      expect(jest).not.toMatch(new RegExp(`${folder}/`));
+    }
+    // No writer left behind: the workers' half of a capability went with it (dead letters: nothing keeps them).
+    if (KEPT.includes('dead-letters')) expect(copy.exec('grep', ['-rlw', 'keepDeadLetter', 'dist/apps']).stdout).toBe('');
+    expect(copy.exists('dist/apps/api/src/api.module.js')).toBe(true);
   }, 600_000);
 
   it('runs the new type end to end, under the new name', async () => {
@@ -298,5 +387,14 @@ describe('starting a service from the template, on a clean copy', () => {
     const clients = (await redis.client('LIST')) as string;
     expect(clients).toMatch(`name=${to}:api `);
     expect(clients).toMatch(`name=${to}:worker `);
+  });
+});
+
+describe('the capabilities, as the development guide lists them', () => {
+  it('are the ones test/support/capabilities.ts removes, with the same folders, modules and tests', () => {
+    const rows = guideTable(readFileSync(join(__dirname, '..', 'docs', 'development.md'), 'utf8'));
+    // why present ones only: remove:capability takes a removed capability's row out of the guide.
+    const listed = KEPT.map((name) => ({ name, folder: CAPABILITIES[name].folder, module: CAPABILITIES[name].module, tests: [...CAPABILITIES[name].tests] }));
+    expect(rows.map(({ sections: _, ...row }) => row)).toEqual(listed);
   });
 });

@@ -33,7 +33,7 @@ import { WebhooksModule } from './webhooks/webhooks.module';
  * The HTTP API: validates, enqueues, reads and cancels jobs. Its event loop only does I/O. The core
  * is JobsModule; each optional capability is one module below (tracing's is libs/otel, in the
  * worker's list too), and deleting its folder and its line leaves the rest whole
- * (test/capabilities.e2e-spec.ts).
+ * (test/template.e2e-spec.ts).
  */
 @Module({})
 export class ApiModule implements NestModule {
