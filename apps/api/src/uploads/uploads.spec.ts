@@ -2,7 +2,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type BlobStore, FileBlobStore } from '@app/blobs';
-import { sweepUploads, uploadExpiry, uploadObjectKey } from './uploads';
+import type { Config } from '@app/config';
+import type { Logger } from '@app/logging';
+import { sweepUploads, uploadExpiry, uploadObjectKey, Uploads } from './uploads';
 
 const HOUR = 3600 * 1000;
 const idExpiring = (ms: number) => `${Math.ceil(ms / 1000).toString(36)}-${'ab'.repeat(16)}`;
@@ -35,5 +37,67 @@ describe('uploads', () => {
     const left: string[] = [];
     for await (const key of store.list()) left.push(key);
     expect(left.sort()).toEqual(['sha256/ab/kept', uploadObjectKey(ids.fresh), uploadObjectKey(ids.justExpired)].sort());
+  });
+
+  /** `store`, its listing held at its first key until `release` is called. */
+  const heldListing = (inner: BlobStore) => {
+    let release = (): void => undefined;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const listings: number[] = [];
+    async function* list(prefix?: string) {
+      listings.push(Date.now());
+      for await (const key of inner.list(prefix)) {
+        await gate;
+        yield key;
+      }
+    }
+    const store = new Proxy(inner, {
+      get: (target, prop: keyof BlobStore) => (prop === 'list' ? list : typeof target[prop] === 'function' ? (target[prop] as () => unknown).bind(target) : target[prop]),
+    });
+    return { store, listings, release };
+  };
+
+  it('stops a sweep whose signal aborted mid-listing, deleting nothing', async () => {
+    const expired = [idExpiring(Date.now() - HOUR), idExpiring(Date.now() - 2 * HOUR)];
+    for (const id of expired) await store.write(uploadObjectKey(id), Buffer.from(id));
+    const { store: held, release } = heldListing(store);
+    const stop = new AbortController();
+    const sweeping = sweepUploads(held, Date.now(), stop.signal);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    stop.abort();
+    release();
+    expect(await sweeping).toBe(0);
+    const left: string[] = [];
+    for await (const key of store.list()) left.push(key);
+    expect(left.sort()).toEqual(expired.map(uploadObjectKey).sort());
+  });
+
+  it('skips a tick while a sweep runs, and stops and awaits it at shutdown', async () => {
+    const expired = uploadObjectKey(idExpiring(Date.now() - HOUR));
+    await store.write(expired, Buffer.from('x'));
+    const { store: held, listings, release } = heldListing(store);
+    const warn = jest.fn();
+    const uploads = new Uploads(held, null as never, { uploadTtlSeconds: 3600 } as Config, { warn } as unknown as Logger, null as never, null as never);
+    jest.useFakeTimers({ doNotFake: ['nextTick', 'queueMicrotask', 'setImmediate', 'Date'] });
+    try {
+      uploads.onModuleInit();
+      jest.advanceTimersToNextTimer();
+      jest.advanceTimersToNextTimer();
+      expect(listings).toHaveLength(1);
+      let stopped = false;
+      const shutdown = uploads.onApplicationShutdown().then(() => (stopped = true));
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(stopped).toBe(false);
+      release();
+      await shutdown;
+      expect(listings).toHaveLength(1);
+      expect(warn).not.toHaveBeenCalled();
+      // The sweep stopped before its delete: the expired upload is the next sweep's.
+      const left: string[] = [];
+      for await (const key of store.list()) left.push(key);
+      expect(left).toEqual([expired]);
+    } finally {
+      jest.useRealTimers();
+    }
   });
 });
