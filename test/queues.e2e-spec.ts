@@ -1,5 +1,5 @@
 import { METRIC_PREFIX } from '@app/metrics';
-import { AppProcess, startApp, stackEnv } from './support/apps';
+import { appsPerCase, stackEnv } from './support/apps';
 import { submit } from './support/http';
 import { sleep } from './support/wait';
 
@@ -30,16 +30,7 @@ async function floodHeavy(api: string, count: number, seed: number): Promise<voi
  * as it times what it measures; the routing itself is test/routing.e2e-spec.ts's.
  */
 describe('queues under a flood', () => {
-  const procs: AppProcess[] = [];
-  const start = async (kind: 'api' | 'worker', env: Record<string, string | undefined>) => {
-    const app = await startApp(kind, env);
-    procs.push(app);
-    return app;
-  };
-
-  afterEach(async () => {
-    await Promise.all(procs.splice(0).map((p) => p.stop('SIGKILL')));
-  });
+  const start = appsPerCase();
 
   it('keeps default-queue jobs fast while the heavy queue is flooded, on workers of their own', async () => {
     const env = stackEnv('queues-split', { WORKER_THREADS: '1' });

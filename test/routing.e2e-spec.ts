@@ -1,6 +1,6 @@
 import IORedis from 'ioredis';
 import { bullKey } from '@app/queue';
-import { AppProcess, startApp, stackEnv } from './support/apps';
+import { appsPerCase, stackEnv } from './support/apps';
 import { request, submit } from './support/http';
 import { sleep, waitFor } from './support/wait';
 
@@ -10,16 +10,7 @@ import { sleep, waitFor } from './support/wait';
  * consumes. What the routing buys under a flood is timed in test/queues.e2e-spec.ts.
  */
 describe('queue routing', () => {
-  const procs: AppProcess[] = [];
-  const start = async (kind: 'api' | 'worker', env: Record<string, string | undefined>) => {
-    const app = await startApp(kind, env);
-    procs.push(app);
-    return app;
-  };
-
-  afterEach(async () => {
-    await Promise.all(procs.splice(0).map((p) => p.stop('SIGKILL')));
-  });
+  const start = appsPerCase();
 
   it('lists each type with its queue and priority', async () => {
     const api = await start('api', stackEnv('queues-list'));
@@ -33,8 +24,7 @@ describe('queue routing', () => {
   });
 
   it('stops a worker whose WORKER_QUEUES names a queue no type uses, naming it', async () => {
-    const worker = await startApp('worker', stackEnv('queues-typo', { WORKER_QUEUES: 'default,hevy' }), { waitFor: 'none' });
-    procs.push(worker);
+    const worker = await start('worker', stackEnv('queues-typo', { WORKER_QUEUES: 'default,hevy' }), { waitFor: 'none' });
     expect(await worker.exited).toBe(1);
     expect(worker.stderr.join('')).toMatch(/WORKER_QUEUES: there is no queue "hevy" \(the queues are: default, heavy\)/);
   });
