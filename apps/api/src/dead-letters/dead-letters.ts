@@ -12,6 +12,7 @@ import { JobOwners } from '../jobs/job-owners';
 import { iso, type JobView } from '../jobs/job-view';
 import { encodeCursor, type ListCursor } from '../jobs/listing-query';
 import { SubmitPipeline } from '../jobs/submit-pipeline';
+import { Periodic } from '../periodic';
 import { QUEUE_REDIS } from '../queues/queue.providers';
 import { ANONYMOUS, keyNameOf } from '../security/caller';
 import type { DeadLetterFilter, DeadLetterQuery, ReplayRequest } from './dead-letter-query';
@@ -76,8 +77,7 @@ const compare = (a: ListCursor, b: ListCursor) => a.score - b.score || (a.id < b
 export class DeadLetters implements JobArchive, OnApplicationBootstrap, OnApplicationShutdown {
   private readonly prefix: string;
   private readonly logger: Logger;
-  private timer?: NodeJS.Timeout;
-  private returning = Promise.resolve();
+  private readonly returns: Periodic;
 
   constructor(
     private readonly registry: JobRegistry,
@@ -90,16 +90,15 @@ export class DeadLetters implements JobArchive, OnApplicationBootstrap, OnApplic
   ) {
     this.prefix = config.redisPrefix;
     this.logger = logger.child({ context: DeadLetters.name });
+    this.returns = new Periodic(RETURN_EVERY_MS, () => this.returnLapsed(), (error) => this.logger.warn({ err: error }, 'returning lapsed dead-letter claims failed'));
   }
 
   onApplicationBootstrap(): void {
-    this.timer = setInterval(() => (this.returning = this.returning.then(() => this.returnLapsed())), RETURN_EVERY_MS);
-    this.timer.unref();
+    this.returns.start();
   }
 
-  async onApplicationShutdown(): Promise<void> {
-    clearInterval(this.timer);
-    await this.returning;
+  onApplicationShutdown(): Promise<void> {
+    return this.returns.stop();
   }
 
   /**

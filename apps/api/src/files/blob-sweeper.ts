@@ -3,6 +3,7 @@ import { BLOB_STORE, type BlobStore } from '@app/blobs';
 import { CONFIG, type Config } from '@app/config';
 import { type Logger, LOGGER } from '@app/logging';
 import { BlobLeases, type SweepReport, sweepBlobs } from '@app/queue';
+import { Periodic } from '../periodic';
 
 /** How often a replica deletes the objects whose lease passed (every replica does; a script hands each object to one). */
 const SWEEP_EVERY_MS = 60_000;
@@ -19,38 +20,35 @@ const orphanGraceMs = (config: Config) => config.jobTimeoutMs + 3600_000;
  */
 @Injectable()
 export class BlobSweeper implements OnModuleInit, OnApplicationShutdown {
-  private timer?: NodeJS.Timeout;
   private sweeps = 0;
-  private sweeping?: Promise<unknown>;
-  private readonly stopping = new AbortController();
+  private readonly periodic: Periodic;
 
   constructor(
     @Inject(BLOB_STORE) private readonly store: BlobStore | null,
     private readonly leases: BlobLeases,
     @Inject(CONFIG) private readonly config: Config,
     @Inject(LOGGER) private readonly logger: Logger,
-  ) {}
-
-  onModuleInit(): void {
-    if (!this.store) return;
-    this.timer = setInterval(() => {
-      // why counted only when a sweep starts: a tick skipped while a long one runs would skip the listing's turn.
-      if (this.sweeping) return;
-      // why the first listing only after LIST_EVERY sweeps: replicas started together do not all list at once.
-      const list = ++this.sweeps % LIST_EVERY === 0;
-      this.sweeping = this.sweep({ list, signal: this.stopping.signal })
-        .catch((error: unknown) => this.logger.warn({ err: error }, 'blob store sweep failed; the next one retries'))
-        .finally(() => (this.sweeping = undefined));
-    }, SWEEP_EVERY_MS);
-    this.timer.unref();
+  ) {
+    this.periodic = new Periodic(
+      SWEEP_EVERY_MS,
+      (signal) => {
+        // why counted when a sweep starts (Periodic skips a tick while one runs): a skipped tick would skip the listing's turn.
+        // why the first listing only after LIST_EVERY sweeps: replicas started together do not all list at once.
+        const list = ++this.sweeps % LIST_EVERY === 0;
+        return this.sweep({ list, signal });
+      },
+      (error) => this.logger.warn({ err: error }, 'blob store sweep failed; the next one retries'),
+    );
   }
 
-  async onApplicationShutdown(): Promise<void> {
-    clearInterval(this.timer);
+  onModuleInit(): void {
+    if (this.store) this.periodic.start();
+  }
+
+  onApplicationShutdown(): Promise<void> {
     // why stopped, not awaited to its end: a listing of a large S3 store takes minutes, past the
     // shutdown deadline; what the sweep took and did not delete is due again for another replica.
-    this.stopping.abort();
-    await this.sweeping;
+    return this.periodic.stop();
   }
 
   sweep(options: { list: boolean; now?: number; signal?: AbortSignal }): Promise<SweepReport> {

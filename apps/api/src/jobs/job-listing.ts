@@ -5,6 +5,7 @@ import { type Logger, LOGGER } from '@app/logging';
 import { jobTagsKey, listingEndsKey, listingKey, PAGE, SWEEP_ENDED, sweepArgs } from '@app/queue';
 import { RedisConnections, type RedisClient } from '@app/redis';
 import { ApiError } from '../http/api-error';
+import { Periodic } from '../periodic';
 import { JobQueues, QUEUE_REDIS } from '../queues/queue.providers';
 import { ANONYMOUS } from '../security/caller';
 import { JobOwners } from './job-owners';
@@ -53,8 +54,7 @@ interface Entry {
  */
 @Injectable()
 export class JobListing implements OnApplicationBootstrap, OnApplicationShutdown {
-  private timer?: NodeJS.Timeout;
-  private sweeping = Promise.resolve();
+  private readonly sweeps: Periodic;
   private failing = false;
   private readonly logger: Logger;
   /** why a connection of its own: its sweeps, once a second however idle, stay off the request path's. */
@@ -72,16 +72,15 @@ export class JobListing implements OnApplicationBootstrap, OnApplicationShutdown
   ) {
     this.logger = logger.child({ context: JobListing.name });
     this.sweeper = connections.open('listing', config.queueRedis, 'request', 'nest-offload:api-listing');
+    this.sweeps = new Periodic(SWEEP_MS, () => this.sweep(), (error) => this.logger.warn({ err: error }, 'listing index sweep failed'));
   }
 
   onApplicationBootstrap(): void {
-    this.timer = setInterval(() => (this.sweeping = this.sweeping.then(() => this.sweep())), SWEEP_MS);
-    this.timer.unref();
+    this.sweeps.start();
   }
 
-  async onApplicationShutdown(): Promise<void> {
-    clearInterval(this.timer);
-    await this.sweeping;
+  onApplicationShutdown(): Promise<void> {
+    return this.sweeps.stop();
   }
 
   /** Throws the problem a listing answers with JOB_LISTING=off. */

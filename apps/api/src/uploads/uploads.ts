@@ -12,6 +12,7 @@ import type { RedisClient } from '@app/redis';
 import { FileMeter, stageFile } from '../files/file-meter';
 import type { UploadClaims } from '../files/upload-claims';
 import { ApiError } from '../http/api-error';
+import { Periodic } from '../periodic';
 import { QUEUE_REDIS } from '../queues/queue.providers';
 
 /** How often a replica removes the objects of expired uploads (every replica does; deletes are idempotent). */
@@ -72,9 +73,7 @@ export interface CreatedUpload {
 @Injectable()
 export class Uploads implements UploadClaims, OnModuleInit, OnApplicationShutdown {
   private readonly ttlSeconds: number;
-  private timer?: NodeJS.Timeout;
-  private sweeping?: Promise<unknown>;
-  private readonly stopping = new AbortController();
+  private readonly sweeps: Periodic;
 
   constructor(
     @Inject(BLOB_STORE) private readonly store: BlobStore | null,
@@ -85,25 +84,16 @@ export class Uploads implements UploadClaims, OnModuleInit, OnApplicationShutdow
     private readonly leases: BlobLeases,
   ) {
     this.ttlSeconds = config.uploadTtlSeconds;
+    this.sweeps = new Periodic(SWEEP_EVERY_MS, (signal) => this.sweep(Date.now(), signal), (error) => this.logger.warn({ err: error }, 'upload sweep failed; the next one retries'));
   }
 
   onModuleInit(): void {
-    if (!this.store) return;
-    this.timer = setInterval(() => {
-      // why skipped while one runs: listing a large S3 store (a request per 1000 objects) can outlast the interval.
-      if (this.sweeping) return;
-      this.sweeping = this.sweep(Date.now(), this.stopping.signal)
-        .catch((error: unknown) => this.logger.warn({ err: error }, 'upload sweep failed; the next one retries'))
-        .finally(() => (this.sweeping = undefined));
-    }, SWEEP_EVERY_MS);
-    this.timer.unref();
+    // why skipped while one runs (Periodic): listing a large S3 store (a request per 1000 objects) can outlast the interval.
+    if (this.store) this.sweeps.start();
   }
 
-  async onApplicationShutdown(): Promise<void> {
-    clearInterval(this.timer);
-    // why stopped, then awaited: a sweep left running would list and delete on a store being closed.
-    this.stopping.abort();
-    await this.sweeping;
+  onApplicationShutdown(): Promise<void> {
+    return this.sweeps.stop();
   }
 
   async create(scope: string, type: string, name: string, bytes: number): Promise<CreatedUpload> {
