@@ -276,7 +276,8 @@ describe('starting a service from the template, on a clean copy', () => {
     expect(copy.read('libs/jobs/src/registry.ts')).toMatch(/^export const coreJobs = \[fibonacci, collatzRecord, gzipDocument\] as const;$/m);
   });
 
-  it(`npm run remove:capability -- ${KEPT.join(' ')}: nothing in README.md, docs/ or package.json points at them`, () => {
+  // why skipped without any: a service that removed every capability has nothing left to remove.
+  (KEPT.length > 0 ? it : it.skip)(`npm run remove:capability -- ${KEPT.join(' ')}: nothing in README.md, docs/ or package.json points at them`, () => {
     const sections = guideTable(copy.read('docs/development.md')).filter(({ name }) => KEPT.includes(name as CapabilityName)).flatMap((c) => c.sections);
     const removal = copy.exec('npm', ['run', '--silent', 'remove:capability', '--', ...KEPT]);
     expect([removal.status, removal.stderr]).toEqual([0, '']);
@@ -304,7 +305,8 @@ describe('starting a service from the template, on a clean copy', () => {
     };
     timed('npm run build', () => ok(copy.exec('npm', ['run', 'build'], { timeoutMs: 240_000 })));
     // `npm run lint` as the copy's package.json says it, its type check run in this process: it
-    // reuses the program of the checks above (~15 CPU-s less than a tsc of its own).
+    // reuses the program of the checks above instead of loading every typing again (the step took
+    // 14 s here against 19 s as `npm run lint`).
     const [typeCheck, ...rest] = (JSON.parse(copy.read('package.json')) as { scripts: { lint: string } }).scripts.lint.split(' && ');
     expect(typeCheck).toBe('tsc -p tsconfig.json --noEmit');
     timed('npm run lint', () => {
