@@ -1,5 +1,6 @@
 import { METRIC_PREFIX } from '@app/metrics';
-import { appsPerCase, stackEnv } from './support/apps';
+import { stackEnv } from './support/apps';
+import { appsPerCase } from './support/apps-per-case';
 import { submit } from './support/http';
 import { sleep } from './support/wait';
 

@@ -1,6 +1,7 @@
 import IORedis from 'ioredis';
 import { bullKey } from '@app/queue';
-import { appsPerCase, stackEnv } from './support/apps';
+import { stackEnv } from './support/apps';
+import { appsPerCase } from './support/apps-per-case';
 import { request, submit } from './support/http';
 import { sleep, waitFor } from './support/wait';
 

@@ -160,22 +160,6 @@ export async function startApp(
 }
 
 /**
- * startApp for the cases of a describe block: each app a case starts is killed (SIGKILL) after that
- * case, whether it passed or not. Call it in the describe block.
- */
-export function appsPerCase(): (...args: Parameters<typeof startApp>) => Promise<AppProcess> {
-  const started: AppProcess[] = [];
-  afterEach(async () => {
-    await Promise.all(started.splice(0).map((app) => app.stop('SIGKILL')));
-  });
-  return async (...args) => {
-    const app = await startApp(...args);
-    started.push(app);
-    return app;
-  };
-}
-
-/**
  * Runs a plain Node script (a test fixture, not one of the apps) as a child process with `env`, its
  * JSON log lines captured like an app's. It is killed with the other children if the test dies.
  */
