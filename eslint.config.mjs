@@ -44,6 +44,39 @@ export default [
     },
   },
   {
+    // What `npm run bench` compiles (bench/tsconfig.json, types: node only) from test/support: no Jest globals there.
+    files: ['bench/**/*.ts', 'test/support/{apps,cpu-log,otlp-receiver,redis,test-run,wait}.ts'],
+    rules: {
+      'no-restricted-globals': [
+        'error',
+        ...['describe', 'it', 'test', 'expect', 'jest', 'beforeAll', 'beforeEach', 'afterAll', 'afterEach'].map((name) => ({
+          name,
+          message: "The bench compiles this file without Jest's types: keep Jest's globals in test-only files (e.g. test/support/apps-per-case.ts).",
+        })),
+      ],
+    },
+  },
+  {
+    // The docs capability loads @nestjs/swagger when it builds the document; the rest of the API takes
+    // its decorators from http/openapi.recorder.ts, so an API without API_DOCS never loads it.
+    files: ['apps/api/src/**/*.ts'],
+    ignores: ['apps/api/src/docs/**'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          paths: [
+            {
+              name: '@nestjs/swagger',
+              allowTypeImports: true,
+              message: 'Take the decorators from http/openapi.recorder.ts: only the docs capability (apps/api/src/docs/) loads @nestjs/swagger.',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
     files: ['libs/**/*.ts'],
     rules: {
       '@typescript-eslint/no-restricted-imports': [

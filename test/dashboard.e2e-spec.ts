@@ -15,7 +15,7 @@ const DASHBOARD = '/admin/queues';
 describe('queue dashboard', () => {
   let readOnly: AppProcess;
   let writable: AppProcess;
-  const env = stackEnv('dashboard', { API_KEYS: `web=${CLIENT_KEY}`, ADMIN_API_KEYS: `ops=${KEY}`, QUEUE_DASHBOARD: 'true' });
+  const env = stackEnv('dashboard', { API_KEYS: `web=${CLIENT_KEY}`, ADMIN_API_KEYS: `ops=${KEY}`, QUEUE_DASHBOARD: 'true', API_DOCS: String(present('docs')) });
   const auth = { 'x-api-key': KEY };
   const client = { 'x-api-key': CLIENT_KEY };
   const paused = async (api: AppProcess, queue: string) => {

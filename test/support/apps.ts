@@ -143,7 +143,9 @@ export async function startApp(
   const proc = spawn(process.execPath, [ENTRY[kind]], {
     cwd: root,
     // why debug: the workers write a job's start and end at debug level, and ledgers count runs from them.
-    env: { PATH: process.env.PATH, ...runEnv(), NODE_ENV: 'test', LOG_LEVEL: 'debug', HOST: '127.0.0.1', ...env, [portVar]: String(port) },
+    // why API_DOCS off unless a test turns it on: as in production; building the document costs each
+    // start ~0.1 CPU-s (~10 CPU-s of `npm test`), and the docs suites check it.
+    env: { PATH: process.env.PATH, ...runEnv(), NODE_ENV: 'test', LOG_LEVEL: 'debug', HOST: '127.0.0.1', API_DOCS: 'false', ...env, [portVar]: String(port) },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const app = new AppProcess(kind, port, proc, env);

@@ -1,5 +1,5 @@
 import { Body, Controller, Headers, Inject, Param, Post, Req, Res } from '@nestjs/common';
-import { ApiBody, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiBody, ApiOperation, ApiResponse, ApiTags } from '../http/openapi.recorder';
 import type { ContentObject } from '@nestjs/swagger/dist/interfaces/open-api-spec.interface';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { CONFIG, type Config } from '@app/config';

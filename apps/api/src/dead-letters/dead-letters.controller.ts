@@ -1,5 +1,5 @@
 import { Body, Controller, Get, HttpCode, Post, Query, Req, Res } from '@nestjs/common';
-import { ApiBody, ApiOperation, ApiQuery, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiBody, ApiOperation, ApiQuery, ApiResponse, ApiTags } from '../http/openapi.recorder';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { KEPT_CODES } from '@app/queue';
 import { adminOf } from '../admin/admin-access';

@@ -1,5 +1,5 @@
 import { Controller, Get, Header } from '@nestjs/common';
-import { ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiOperation, ApiResponse, ApiTags } from '../http/openapi.recorder';
 import { type LoopDelay, LoopMonitor } from '@app/metrics';
 import { DEMO_CSP, DEMO_PAGE } from './demo.page';
 

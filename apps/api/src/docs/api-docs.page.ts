@@ -1,11 +1,8 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
-import { SwaggerModule } from '@nestjs/swagger';
 import { CONFIG, type Config } from '@app/config';
 import { JobRegistry } from '@app/jobs';
 import { type BrowserPage, ServesBrowserPage } from '../admin/browser-pages';
-import { buildOpenApiDocument } from './openapi.document';
-import { describeOperationRoutes } from './operations.openapi';
 
 /**
  * The OpenAPI document at /docs-json and Swagger UI at /docs (its assets from swagger-ui-dist, no
@@ -21,8 +18,10 @@ export class ApiDocsPage implements BrowserPage {
     @Inject(CONFIG) private readonly config: Config,
   ) {}
 
-  serve(app: NestFastifyApplication): void {
-    describeOperationRoutes();
+  async serve(app: NestFastifyApplication): Promise<void> {
+    // why a dynamic import: api.module.ts loads this file with the docs off too, and @nestjs/swagger
+    // is ~500 modules the controllers' decorators no longer need (see http/openapi.recorder.ts).
+    const [{ SwaggerModule }, { buildOpenApiDocument }] = await Promise.all([import('@nestjs/swagger'), import('./openapi.document')]);
     // why now and not on the first request: a broken declaration stops the start, not a page view.
     const document = buildOpenApiDocument(app, this.registry, this.config);
     SwaggerModule.setup('docs', app, document, {

@@ -1,11 +1,13 @@
 import type { INestApplication } from '@nestjs/common';
-import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
+import * as swagger from '@nestjs/swagger';
 import type { Config } from '@app/config';
 import { JobRegistry } from '@app/jobs';
 import { API_ERRORS, ApiErrorCode } from '../http/api-error';
 import { AUTH_FAILURES_PER_MINUTE } from '../security/auth-failures';
 import { jobTypeSchemas, expandJobTypePaths } from './job-types.openapi';
 import { problemResponse } from '../http/openapi.decorators';
+import { applyRecordedOpenApi } from '../http/openapi.recorder';
+import { describeOperationRoutes } from './operations.openapi';
 import { COMMON_SCHEMAS } from './openapi.schemas';
 
 const DESCRIPTION = `CPU jobs off the event loop: submit a job, then read, stream or cancel it.
@@ -30,11 +32,13 @@ const KEY_PROBLEMS: ApiErrorCode[] = ['UNAUTHORIZED', 'FORBIDDEN'];
  * @nestjs/swagger), job types from the registry (one path per type for routes with `{type}`), error
  * shapes from API_ERRORS, and the API keys only when `API_KEYS` is set (what the server enforces).
  */
-export function buildOpenApiDocument(app: INestApplication, registry: JobRegistry, config: Pick<Config, 'apiKeys' | 'adminApiKeys'>): OpenAPIObject {
+export function buildOpenApiDocument(app: INestApplication, registry: JobRegistry, config: Pick<Config, 'apiKeys' | 'adminApiKeys'>): swagger.OpenAPIObject {
+  applyRecordedOpenApi(swagger);
+  describeOperationRoutes();
   const keyed = config.apiKeys.length > 0;
   // As registerAdminAccess guards /admin/*: admin keys only, once either kind of key is set.
   const adminKeyed = keyed || config.adminApiKeys.length > 0;
-  const builder = new DocumentBuilder()
+  const builder = new swagger.DocumentBuilder()
     .setOpenAPIVersion('3.1.0')
     .setTitle('nest-offload')
     .setDescription(DESCRIPTION)
@@ -46,9 +50,9 @@ export function buildOpenApiDocument(app: INestApplication, registry: JobRegistr
       .addBearerAuth({ type: 'http', scheme: 'bearer', description: 'An API key from `API_KEYS`.' }, 'bearer')
       .addApiKey({ type: 'apiKey', in: 'header', name: 'x-api-key', description: 'The same key, in its own header.' }, 'apiKey');
   }
-  const document = SwaggerModule.createDocument(app, builder.build());
+  const document = swagger.SwaggerModule.createDocument(app, builder.build());
   // why `identifier`, not a URL: OpenAPI 3.1 takes the SPDX id, package.json's `license`.
-  document.info.license = { name: 'MIT', identifier: 'MIT' } as OpenAPIObject['info']['license'];
+  document.info.license = { name: 'MIT', identifier: 'MIT' } as swagger.OpenAPIObject['info']['license'];
   document.components = { ...document.components, schemas: { ...document.components?.schemas, ...COMMON_SCHEMAS, ...jobTypeSchemas(registry) } as never };
   expandJobTypePaths(document, registry);
   // why an OR of the two schemes: the middleware accepts either header.

@@ -1,5 +1,5 @@
 import { Controller, Get, Inject } from '@nestjs/common';
-import { ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiOperation, ApiResponse, ApiTags } from '../http/openapi.recorder';
 import { CONFIG, type Config } from '@app/config';
 import { callerShares } from '@app/queue';
 import type { RedisClient } from '@app/redis';

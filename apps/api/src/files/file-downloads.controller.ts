@@ -1,5 +1,5 @@
 import { Controller, Get, Inject, Param, Req, Res } from '@nestjs/common';
-import { ApiOperation, ApiParam, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiOperation, ApiParam, ApiResponse, ApiTags } from '../http/openapi.recorder';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { BLOB_STORE, type BlobStore, blobKeyOf, contentDisposition, isBlobStoreError } from '@app/blobs';
 import { ApiError } from '../http/api-error';

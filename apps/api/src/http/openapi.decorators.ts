@@ -1,5 +1,5 @@
 import { applyDecorators } from '@nestjs/common';
-import { ApiHeader, ApiResponse } from '@nestjs/swagger';
+import { ApiHeader, ApiResponse } from './openapi.recorder';
 import { API_ERRORS, ApiErrorCode } from './api-error';
 import { problemOf } from './problem';
 import { schemaRef } from './openapi.refs';

@@ -1,5 +1,5 @@
 import { Controller, Get, Inject } from '@nestjs/common';
-import { ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiOperation, ApiResponse, ApiTags } from '../http/openapi.recorder';
 import { z } from 'zod';
 import { CONFIG, type Config } from '@app/config';
 import { JobRegistry, knownVersions } from '@app/jobs';

@@ -1,5 +1,5 @@
 import { Controller, Delete, Get, Headers, HttpCode, Inject, Param, Post, Req, Res } from '@nestjs/common';
-import { ApiBody, ApiHeader, ApiOperation, ApiParam, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiBody, ApiHeader, ApiOperation, ApiParam, ApiResponse, ApiTags } from '../http/openapi.recorder';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FileRef } from '@app/blobs';
 import { CONFIG, type Config } from '@app/config';

@@ -1,5 +1,5 @@
 import { Controller, Get, Query, Req } from '@nestjs/common';
-import { ApiOperation, ApiQuery, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiOperation, ApiQuery, ApiResponse, ApiTags } from '../http/openapi.recorder';
 import type { FastifyRequest } from 'fastify';
 import { ApiError } from '../http/api-error';
 import { ApiProblems } from '../http/openapi.decorators';

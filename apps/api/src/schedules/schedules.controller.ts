@@ -1,5 +1,5 @@
 import { Controller, Get } from '@nestjs/common';
-import { ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiOperation, ApiResponse, ApiTags } from '../http/openapi.recorder';
 import { scheduledJobId } from '@app/queue';
 import { JobQueues } from '../queues/queue.providers';
 import { ScheduleRegistrar } from './schedule-registrar';

@@ -1,6 +1,6 @@
 import { Body, Controller, HttpCode, Param, Post, Put, Req } from '@nestjs/common';
 import { RouteConfig } from '@nestjs/platform-fastify';
-import { ApiBody, ApiConsumes, ApiOperation, ApiParam, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiBody, ApiConsumes, ApiOperation, ApiParam, ApiResponse, ApiTags } from '../http/openapi.recorder';
 import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { ApiError } from '../http/api-error';
