@@ -9,6 +9,7 @@ import { ApiError } from '../http/api-error';
 import { validInput } from '../jobs/job-input';
 import { callerOf } from '../security/caller';
 import { refuse, type Staged, stageFile } from './file-meter';
+import { Sha256Thread } from './sha256-thread';
 import { UPLOAD_CLAIMS, type UploadClaims } from './upload-claims';
 
 /** A multipart submission as read: the `input` part parsed, each declared file stored under its hash. */
@@ -46,6 +47,7 @@ export class FileIntake {
     @Inject(BLOB_STORE) private readonly store: BlobStore | null,
     @Inject(CONFIG) private readonly config: Config,
     private readonly leases: BlobLeases,
+    private readonly hashes: Sha256Thread,
     @Optional() @Inject(UPLOAD_CLAIMS) private readonly uploads: UploadClaims | null = null,
   ) {}
 
@@ -121,7 +123,7 @@ export class FileIntake {
             return;
           }
           if (!def.files[name]) throw this.unknownPart(def, name);
-          writes.push(stageFile(store, def, name, stream, abort.signal, fail).then((s) => staged.push(s), fail));
+          writes.push(stageFile(store, this.hashes, def, name, stream, abort.signal, fail).then((s) => staged.push(s), fail));
         } catch (error) {
           stream.resume();
           fail(error);

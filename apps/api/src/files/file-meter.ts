@@ -1,8 +1,8 @@
-import { createHash } from 'node:crypto';
 import { type Readable, Transform, type TransformCallback } from 'node:stream';
 import { type BlobStore, type FileRef, stagingKeyOf } from '@app/blobs';
 import { type FileInput, type JobDefinition, sniff, SNIFF_BYTES } from '@app/jobs';
 import { ApiError } from '../http/api-error';
+import type { Sha256Thread, ThreadSha256 } from './sha256-thread';
 
 // why close the connection on a refusal: the client may still be sending a large body; reading it
 // all only to drop it costs the bandwidth the limit was there to save.
@@ -16,12 +16,12 @@ export interface Staged extends FileRef {
 }
 
 /**
- * A file passing through on its way to the store: hashed (SHA-256), measured and sniffed. Past the
- * declared `maxBytes` it errors with 413, and with 415 once its first bytes show a type the
- * declaration does not accept; `fail` hears the refusal first.
+ * A file passing through on its way to the store: hashed (SHA-256, on the hashing thread), measured
+ * and sniffed. Past the declared `maxBytes` it errors with 413, and with 415 once its first bytes
+ * show a type the declaration does not accept; `fail` hears the refusal first.
  */
 export class FileMeter extends Transform {
-  private readonly hash = createHash('sha256');
+  private readonly hash: ThreadSha256;
   private bytes = 0;
   private head: Buffer = Buffer.alloc(0);
   private contentType: string | undefined;
@@ -31,9 +31,11 @@ export class FileMeter extends Transform {
     private readonly def: JobDefinition,
     private readonly name: string,
     private readonly fail: (e: unknown) => void,
+    hashes: Sha256Thread,
   ) {
     super();
     this.file = def.files[name];
+    this.hash = hashes.hash();
   }
 
   override _transform(chunk: Buffer, _encoding: BufferEncoding, done: TransformCallback): void {
@@ -50,7 +52,15 @@ export class FileMeter extends Transform {
       return;
     }
     this.hash.update(chunk);
-    done(null, chunk);
+    // why wait when the thread is behind: its batches would pile up in memory, a file's worth.
+    if (!this.hash.backlogged) done(null, chunk);
+    else this.hash.drained().then(() => done(null, chunk), (error: Error) => done(error));
+  }
+
+  // why not on every destroy: a meter that passed the whole file is destroyed (autoDestroy) before ref().
+  override _destroy(error: Error | null, done: (error: Error | null) => void): void {
+    if (error || !this.writableFinished) this.discard();
+    done(error);
   }
 
   override _flush(done: TransformCallback): void {
@@ -63,9 +73,14 @@ export class FileMeter extends Transform {
     }
   }
 
+  /** Lets go of the file's hash, when no ref() will be asked for. */
+  discard(): void {
+    this.hash.drop();
+  }
+
   /** The file as it passed, once it all has. */
-  ref(): FileRef {
-    return { sha256: this.hash.digest('hex'), bytes: this.bytes, contentType: this.contentType! };
+  async ref(): Promise<FileRef> {
+    return { sha256: await this.hash.digest(), bytes: this.bytes, contentType: this.contentType! };
   }
 
   private check(): void {
@@ -81,8 +96,17 @@ export class FileMeter extends Transform {
  * Streams one file into `key` (a new staging object by default), hashing, measuring and sniffing
  * it on the way (see FileMeter): the file as stored, or the refusal, through `fail` too.
  */
-export async function stageFile(store: BlobStore, def: JobDefinition, name: string, source: Readable, signal: AbortSignal, fail: (e: unknown) => void, key = stagingKeyOf()): Promise<Staged> {
-  const meter = new FileMeter(def, name, fail);
+export async function stageFile(
+  store: BlobStore,
+  hashes: Sha256Thread,
+  def: JobDefinition,
+  name: string,
+  source: Readable,
+  signal: AbortSignal,
+  fail: (e: unknown) => void,
+  key = stagingKeyOf(),
+): Promise<Staged> {
+  const meter = new FileMeter(def, name, fail, hashes);
   source.on('error', (error) => meter.destroy(error));
   // why a listener that does nothing: a refusal reaches the request through `fail`, and aborts the
   // store's write, which may have stopped listening by the time the meter errors.
@@ -92,7 +116,8 @@ export async function stageFile(store: BlobStore, def: JobDefinition, name: stri
     await store.write(key, meter, { signal });
   } catch (error) {
     source.resume();
+    meter.discard();
     throw signal.aborted ? signal.reason : error;
   }
-  return { name, staging: key, ...meter.ref() };
+  return { name, staging: key, ...(await meter.ref()) };
 }

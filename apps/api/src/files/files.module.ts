@@ -8,6 +8,7 @@ import { JobsModule } from '../jobs/jobs.module';
 import { FileDownloadsController } from './file-downloads.controller';
 import { BlobSweeper } from './blob-sweeper';
 import { FileIntake } from './file-intake';
+import { Sha256Thread } from './sha256-thread';
 
 /**
  * Files in and out of jobs: the blob store start-up opened (BLOB_STORE), the multipart intake of
@@ -28,8 +29,9 @@ export class FilesModule {
         { provide: BlobLeases, inject: [QUEUE_REDIS, CONFIG], useFactory: (redis: RedisClient, config: Config) => new BlobLeases(redis, config.redisPrefix) },
         FileIntake,
         BlobSweeper,
+        Sha256Thread,
       ],
-      exports: [BLOB_STORE, BlobLeases, FileIntake],
+      exports: [BLOB_STORE, BlobLeases, FileIntake, Sha256Thread],
     };
   }
 }

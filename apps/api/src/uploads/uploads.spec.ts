@@ -77,7 +77,7 @@ describe('uploads', () => {
     await store.write(expired, Buffer.from('x'));
     const { store: held, listings, release } = heldListing(store);
     const warn = jest.fn();
-    const uploads = new Uploads(held, null as never, { uploadTtlSeconds: 3600 } as Config, { warn } as unknown as Logger, null as never, null as never);
+    const uploads = new Uploads(held, null as never, { uploadTtlSeconds: 3600 } as Config, { warn } as unknown as Logger, null as never, null as never, null as never);
     jest.useFakeTimers({ doNotFake: ['nextTick', 'queueMicrotask', 'setImmediate', 'Date'] });
     try {
       uploads.onModuleInit();

@@ -10,6 +10,7 @@ import { type Logger, LOGGER } from '@app/logging';
 import { BlobLeases, inputLeaseUntil, uploadKey } from '@app/queue';
 import type { RedisClient } from '@app/redis';
 import { FileMeter, stageFile } from '../files/file-meter';
+import { Sha256Thread } from '../files/sha256-thread';
 import type { UploadClaims } from '../files/upload-claims';
 import { ApiError } from '../http/api-error';
 import { Periodic } from '../periodic';
@@ -82,6 +83,7 @@ export class Uploads implements UploadClaims, OnModuleInit, OnApplicationShutdow
     @Inject(LOGGER) private readonly logger: Logger,
     private readonly registry: JobRegistry,
     private readonly leases: BlobLeases,
+    private readonly hashes: Sha256Thread,
   ) {
     this.ttlSeconds = config.uploadTtlSeconds;
     this.sweeps = new Periodic(SWEEP_EVERY_MS, (signal) => this.sweep(Date.now(), signal), (error) => this.logger.warn({ err: error }, 'upload sweep failed; the next one retries'));
@@ -129,7 +131,7 @@ export class Uploads implements UploadClaims, OnModuleInit, OnApplicationShutdow
     };
     req.on('aborted', () => fail(new ApiError('MALFORMED_REQUEST', 'The client went away mid-upload')));
     try {
-      const staged = await stageFile(store, def, record.file, req, abort.signal, fail, uploadObjectKey(id));
+      const staged = await stageFile(store, this.hashes, def, record.file, req, abort.signal, fail, uploadObjectKey(id));
       if (refusal) throw refusal;
       const { sha256, bytes, contentType } = staged;
       // why KEEPTTL: the upload expires when it said it would, whenever its bytes arrived.
@@ -174,7 +176,7 @@ export class Uploads implements UploadClaims, OnModuleInit, OnApplicationShutdow
   private async inspect(store: BlobStore, def: JobDefinition, name: string, id: string): Promise<FileRef> {
     const read = await store.read(uploadObjectKey(id));
     if (!read) throw new ApiError('INVALID_INPUT', `The upload "${id}" has no bytes yet: PUT the file to its url first`);
-    const meter = new FileMeter(def, name, () => undefined);
+    const meter = new FileMeter(def, name, () => undefined, this.hashes);
     await pipeline(read.body, meter, new Writable({ write: (_chunk, _encoding, done) => done() }));
     return meter.ref();
   }
