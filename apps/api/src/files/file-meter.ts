@@ -119,5 +119,11 @@ export async function stageFile(
     meter.discard();
     throw signal.aborted ? signal.reason : error;
   }
-  return { name, staging: key, ...(await meter.ref()) };
+  try {
+    return { name, staging: key, ...(await meter.ref()) };
+  } catch (error) {
+    // The file is stored, its hash lost (the hashing thread died): nobody will ask for the object.
+    await store.delete([key]).catch(() => undefined);
+    throw error;
+  }
 }
