@@ -50,16 +50,32 @@ describe('Sha256Thread', () => {
     await expect(dropped.digest()).rejects.toThrow('dropped');
   });
 
-  it('holds back a file the thread is behind on: at most 4 batches of it outstanding', async () => {
+  it('holds back a file the thread is behind on: 4 of its batches (1 MiB) at the thread at most', async () => {
     const hash = hashes.hash();
-    const data = randomBytes(12 * MiB);
-    hash.update(data.subarray(0, 4 * MiB));
+    const data = randomBytes(5 * MiB);
+    hash.update(data.subarray(0, MiB));
     expect(hash.backlogged).toBe(true);
     await hash.drained();
     expect(hash.backlogged).toBe(false);
-    hash.update(data.subarray(4 * MiB));
+    hash.update(data.subarray(MiB));
     await hash.drained();
     await expect(hash.digest()).resolves.toBe(expected(data));
+  });
+
+  it('holds back every file once 64 batches (16 MiB) of all of them are at the thread', async () => {
+    const files = Array.from({ length: 16 }, () => randomBytes(MiB));
+    const running = files.map((data) => {
+      const hash = hashes.hash();
+      hash.update(data);
+      return hash;
+    });
+    const late = hashes.hash();
+    expect(late.backlogged).toBe(true);
+    await late.drained();
+    expect(late.backlogged).toBe(false);
+    const data = randomBytes(3 * MiB);
+    await feed(late, data, [65_536]);
+    await expect(Promise.all([...running, late].map((hash) => hash.digest()))).resolves.toEqual([...files, data].map(expected));
   });
 
   it('fails the hashes of a thread that died, and hashes the next file on a new one', async () => {

@@ -21,24 +21,37 @@ parentPort.on('message', ({ id, batch, length, end }) => {
 });`;
 
 /** Bytes copied into one batch before it goes to the thread: fewer messages, one copy. */
-const BATCH_BYTES = 1024 * 1024;
-/** Batches one hash may have at the thread before its file waits (backpressure): 4 MiB a file at most. */
-const MAX_OUTSTANDING = 4;
-/** Emptied batches kept for reuse (a fresh one costs its pages' faults). */
-const MAX_SPARE = 16;
+const BATCH_BYTES = 256 * 1024;
+/**
+ * Batches at the thread before a file waits (backpressure): 4 of one file (1 MiB), 64 of all files
+ * (16 MiB). why both: a thread that falls behind (starved of a core) must hold the uploads back,
+ * not their bytes, however many run at once. A file being read also fills one batch of its own.
+ */
+const MAX_PER_FILE = 4;
+const MAX_TOTAL = 64;
+/** Emptied batches kept for reuse (8 MiB at most). */
+const MAX_SPARE = 32;
 
 /** One hashing thread as it runs; a new one replaces it once it is gone, and the hashes it held fail. */
 class Thread {
   readonly worker = new Worker(THREAD, { eval: true });
   alive = true;
   readonly hashes = new Map<number, ThreadSha256>();
+  /** Batches at the thread, of every hash. */
+  outstanding = 0;
+  /** Hashes waiting for batches to come back (see ThreadSha256.drained). */
+  readonly waiting = new Set<ThreadSha256>();
 
   constructor(private readonly spare: ArrayBuffer[]) {
     this.worker.unref();
     this.worker.on('message', ({ id, batch, digest }: { id: number; batch?: ArrayBuffer; digest?: string }) => {
-      if (batch && this.spare.length < MAX_SPARE) this.spare.push(batch);
       const hash = this.hashes.get(id);
-      if (batch) hash?.returned();
+      if (batch) {
+        if (this.spare.length < MAX_SPARE) this.spare.push(batch);
+        this.outstanding--;
+        hash?.returned();
+        for (const waiter of this.waiting) waiter.wake();
+      }
       if (digest !== undefined) {
         this.hashes.delete(id);
         hash?.digested(digest);
@@ -53,11 +66,12 @@ class Thread {
     this.alive = false;
     for (const hash of this.hashes.values()) hash.failed(error);
     this.hashes.clear();
+    this.waiting.clear();
   }
 }
 
 /**
- * SHA-256 off the API's event loop: the bytes of an upload are copied into 1 MiB batches that a
+ * SHA-256 off the API's event loop: the bytes of an upload are copied into 256 KiB batches that a
  * thread of its own hashes (transferred, not copied again) while the loop goes on reading and
  * writing the file. why: hashing costs ~0.5 ms of CPU per MB (SHA-NI), a quarter of the API's work
  * on an upload and as much as the rest of a request's, on the loop that answers every other request.
@@ -113,16 +127,19 @@ export class ThreadSha256 {
     }
   }
 
-  /** Whether the thread holds as many of this hash's batches as it may: wait for `drained` before more. */
+  /** Whether the thread holds as many batches as it may, of this file or of all: wait for `drained` before more. */
   get backlogged(): boolean {
-    return this.outstanding >= MAX_OUTSTANDING;
+    return this.outstanding >= MAX_PER_FILE || this.thread.outstanding >= MAX_TOTAL;
   }
 
   /** Resolves once the thread has handed back enough batches (or rejects if it died). */
   drained(): Promise<void> {
     if (this.error) return Promise.reject(this.error);
     if (!this.backlogged) return Promise.resolve();
-    return new Promise((resolve, reject) => (this.waiting = { resolve, reject }));
+    return new Promise((resolve, reject) => {
+      this.waiting = { resolve, reject };
+      this.thread.waiting.add(this);
+    });
   }
 
   /** The hex digest of every byte given; the hash is closed then. */
@@ -140,16 +157,21 @@ export class ThreadSha256 {
     if (this.result || this.error) return;
     this.error = new Error('dropped');
     this.thread.hashes.delete(this.id);
+    this.thread.waiting.delete(this);
     if (this.thread.alive) this.thread.worker.postMessage({ id: this.id, end: 'drop' });
   }
 
   /** Called by the thread: a batch of this hash came back. */
   returned(): void {
     this.outstanding--;
-    if (this.waiting && !this.backlogged) {
-      this.waiting.resolve();
-      this.waiting = undefined;
-    }
+  }
+
+  /** Called by the thread when a batch came back: goes on if this hash waited and may now. */
+  wake(): void {
+    if (!this.waiting || this.backlogged) return;
+    this.waiting.resolve();
+    this.waiting = undefined;
+    this.thread.waiting.delete(this);
   }
 
   digested(digest: string): void {
@@ -167,6 +189,7 @@ export class ThreadSha256 {
     const batch = this.batch.buffer as ArrayBuffer;
     this.thread.worker.postMessage({ id: this.id, batch, length: this.filled }, [batch]);
     this.outstanding++;
+    this.thread.outstanding++;
     this.batch = undefined;
     this.filled = 0;
   }
