@@ -21,6 +21,7 @@ import type { QueueJob } from './slot-worker';
  */
 export class FairRelease {
   private inUse = false;
+  private healing = false;
   private readonly timer: NodeJS.Timeout;
   /** Jobs whose run ended and whose completion is not yet recorded: whether each was settled then. */
   private readonly endings = new Map<QueueJob, Promise<boolean>>();
@@ -68,7 +69,16 @@ export class FairRelease {
     clearInterval(this.timer);
   }
 
+  /**
+   * why never two at once (a tick while one runs is skipped): on a frozen or unreachable Redis the
+   * calls would queue in ioredis, one every HEAL_INTERVAL_MS, and all run when it is back, from
+   * every worker at once, on a primary just promoted.
+   */
   private heal(): void {
-    heal(this.redis, this.prefix, this.queue).then(({ callers }) => (this.inUse = callers > 0), this.onError);
+    if (this.healing) return;
+    this.healing = true;
+    heal(this.redis, this.prefix, this.queue)
+      .then(({ callers }) => (this.inUse = callers > 0), this.onError)
+      .finally(() => (this.healing = false));
   }
 }
