@@ -6,7 +6,7 @@ export type { ScheduledJob } from './schedules';
 export type { QueueKeys } from './queue.keys';
 export { flagCancelled } from './cancel-flag';
 export { stopChildren } from './children';
-export { decodeNotice, encodeNotice, NOTICE_RESULT_MAX, notify, notifyChildProgress, notifyProgress } from './notice.protocol';
+export { decodeNotice, encodeNotice, NOTICE_RESULT_MAX, notify, notifyChildProgress, notifyCompleted, notifyProgress } from './notice.protocol';
 export type { JobNotice, JobRecord } from './notice.protocol';
 export { extendDeadline, NO_DEADLINE, pastDeadline, POP_DUE, startDeadlinesKey } from './start-deadlines';
 export { callerShares, ending, forgetParked, heal, HEAL_INTERVAL_MS, park, PARK_DELAY_MS, parkedOf, release, RELEASE_AHEAD, settle } from './fair-share';

@@ -118,11 +118,33 @@ publish(KEYS[5], cjson.encode(notice))
 return average`, 5);
 
 /**
+ * KEYS: the job's watchers, its hash. ARGV: the final notice, the `finishedOn` its completion
+ * records. Publishes (and forgets the watchers) only once the job's hash has that `finishedOn`:
+ * sent right behind BullMQ's completion, it reports it without waiting for its reply, and a
+ * completion that did not happen (a lock lost) reports nothing. Returns how many, or -1.
+ */
+const NOTIFY_COMPLETED = new LuaScript(`${PUBLISH}
+if redis.call('HGET', KEYS[2], 'finishedOn') ~= ARGV[2] then return -1 end
+local n = publish(KEYS[1], ARGV[1])
+redis.call('DEL', KEYS[1])
+return n`, 2);
+
+/**
  * Sends `notice` to the watchers of its job in `queue`; a `final` one (the job ended) forgets them
  * too. Resolves with how many replicas it reached.
  */
 export async function notify(redis: RedisClient, prefix: string, queue: string, notice: JobNotice, final: boolean): Promise<number> {
   return (await NOTIFY.run(redis, watchersKey(prefix, queue, notice.id), encodeNotice(notice), final ? '1' : '0')) as number;
+}
+
+/**
+ * Sends the final notice of a completion BullMQ is about to record, at `record.finishedOn`: send it on
+ * BullMQ's connection after the completion. Resolves with how many replicas it reached, or -1 when
+ * the job had not completed so when it ran (then send it with `notify` once BullMQ says it did).
+ */
+export async function notifyCompleted(redis: RedisClient, prefix: string, queue: string, id: string, record: JobRecord & { finishedOn: number }): Promise<number> {
+  const notice = encodeNotice({ id, final: 'completed', record });
+  return (await NOTIFY_COMPLETED.run(redis, watchersKey(prefix, queue, id), bullKey(prefix, queue, id), notice, String(record.finishedOn))) as number;
 }
 
 /** Sets job `id`'s progress to `percent`, as BullMQ's updateProgress does, and tells its watchers, in one script. */

@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { CONFIG, type Config } from '@app/config';
-import { type JobNotice, notify, notifyChildProgress, notifyProgress } from '@app/queue';
+import { type JobNotice, type JobRecord, notify, notifyChildProgress, notifyCompleted, notifyProgress } from '@app/queue';
 import type { RedisClient } from '@app/redis';
 import type { QueueJob } from './slot-worker';
 import { WORKER_REDIS } from './worker-redis';
@@ -8,13 +8,15 @@ import { WORKER_REDIS } from './worker-redis';
 /**
  * Tells the API replicas that wait on a job (its watchers: libs/queue notice.protocol.ts) what it
  * does: its progress, and its end, with the job's record so that they answer without reading it
- * back. Every notice is one script on the worker's connection, sent right after the step it reports
- * (a finish is sent once BullMQ has recorded it, so a replica that reads the job on the notice sees
- * it finished).
+ * back. Every notice is one script on the worker's connection, sent right after the step it reports:
+ * a completion's right behind BullMQ's own write of it (see `completing`), a failure's once BullMQ
+ * has recorded it, so a replica that reads the job on the notice sees it finished.
  */
 @Injectable()
 export class JobNotifier {
   private readonly prefix: string;
+  /** Completions whose final notice went behind BullMQ's write (see `completing`): whether it reached the job completed. */
+  private readonly completions = new WeakMap<QueueJob, Promise<boolean>>();
 
   constructor(
     @Inject(WORKER_REDIS) private readonly redis: RedisClient,
@@ -38,28 +40,56 @@ export class JobNotifier {
   }
 
   /**
+   * Job `job`'s run returned `result`, and BullMQ is about to record its completion at `finishedOn`
+   * (see completeAt): its final notice goes right behind that write, in a script that publishes
+   * only once the job has that `finishedOn`. why not on BullMQ's `completed` event: that waits for
+   * the completion's reply, a round trip every waiting caller paid. Fire and forget; `final` sends
+   * it the usual way if this one found the job not completed.
+   */
+  completing(job: QueueJob, result: unknown, finishedOn: number): void {
+    // why setImmediate: BullMQ sends its completion within this turn's promise jobs, after the
+    // processor returns; this runs after them, so Redis runs the completion first.
+    const sent = new Promise<boolean>((resolve) =>
+      setImmediate(() =>
+        notifyCompleted(this.redis, this.prefix, job.queueName, job.id!, { ...this.record(job, result), attemptsMade: job.attemptsMade + 1, finishedOn }).then(
+          (reached) => resolve(reached >= 0),
+          () => resolve(false),
+        ),
+      ),
+    );
+    this.completions.set(job, sent);
+  }
+
+  /**
    * Job `job` ended: completed with `result` (what its run returned), or failed for good (BullMQ has
    * recorded it). Fire and forget. why `result` and not `job.returnvalue`: BullMQ keeps
    * `returnValue || undefined` on the job it completed, so 0, false, "" and null would vanish.
    */
   final(job: QueueJob, state: 'completed' | 'failed', result?: unknown): void {
-    const record = {
-      name: job.name,
-      progress: job.progress,
-      returnvalue: state === 'completed' ? result : null,
-      failedReason: job.failedReason,
-      attemptsMade: job.attemptsMade,
-      attemptsStarted: job.attemptsStarted,
-      timestamp: job.timestamp,
-      processedOn: job.processedOn,
-      finishedOn: job.finishedOn,
-    };
-    this.send(job.queueName, { id: job.id!, final: state, record }, true);
+    const early = this.completions.get(job);
+    this.completions.delete(job);
+    const send = () => this.send(job.queueName, { id: job.id!, final: state, record: { ...this.record(job, state === 'completed' ? result : null), finishedOn: job.finishedOn } }, true);
+    if (early) void early.then((sent) => sent || send());
+    else send();
   }
 
   /** Job `id` of `queue` changed in a way its watchers should read it again for (failed after stalling). */
   settled(queue: string, id: string): void {
     this.send(queue, { id, settled: true }, false);
+  }
+
+  /** The job's record as it ends with `returnvalue` (the final notice's; its finishedOn is set by the caller). */
+  private record(job: QueueJob, returnvalue: unknown): JobRecord {
+    return {
+      name: job.name,
+      progress: job.progress,
+      returnvalue,
+      failedReason: job.failedReason,
+      attemptsMade: job.attemptsMade,
+      attemptsStarted: job.attemptsStarted,
+      timestamp: job.timestamp,
+      processedOn: job.processedOn,
+    };
   }
 
   private send(queue: string, notice: JobNotice, final: boolean): void {

@@ -314,6 +314,7 @@ export class JobProcessor implements OnApplicationBootstrap {
       // why: GET of the job shows BullMQ's times; the cache entry's (a cached answer's) must be the same.
       completeAt(job, finishedAt);
       this.ownersOutlive(job, Math.max(this.config.jobRetentionSeconds, def.cacheTtlSeconds));
+      this.notifier.completing(job, result, finishedAt);
       if (debug) log().debug({ ms: finishedAt - startedAt }, 'job completed');
       this.metrics.completed(def.name, job.queueName, finishedAt - job.timestamp);
       return result;
