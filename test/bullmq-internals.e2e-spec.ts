@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { DelayedError, Job, Queue, Worker, WaitingError } from 'bullmq';
 import IORedis from 'ioredis';
 import type { Config } from '@app/config';
-import { BULL_STRUCTURES, bullKey, callerShares, decodeNotice, heal, park, PARK_DELAY_MS, release, settle, type JobData, noticeChannel, notifyProgress, queuePrefix, SCHEDULED_JOB_ID, scheduledJobId, schedulerId, watchersKey } from '@app/queue';
+import { BULL_STRUCTURES, bullKey, callerShares, decodeNotice, heal, park, PARK_DELAY_MS, release, settle, type JobData, noticeChannel, notifyCompleted, notifyProgress, queuePrefix, SCHEDULED_JOB_ID, scheduledJobId, schedulerId, watchersKey } from '@app/queue';
 import { coalesceWrites } from '@app/redis';
 import { JobStore } from '../apps/api/src/jobs/job-store';
 import { completeAt, type QueueJob, SlotWorker } from '../apps/worker/src/processor/slot-worker';
@@ -18,8 +18,9 @@ import { sleep, waitFor } from './support/wait';
  * the protected Worker methods SlotWorker overrides and how the main loop calls them, the completion
  * time it sets (completeAt), the job hash fields JobStore reads, the error code of removing a
  * scheduler's next job, the ids and key layout queue.keys.ts computes, deduplication, the Worker's
- * events, the deferred failure, BullMQ's updateProgress script that notice.protocol.ts copies, and
- * what cork.ts asks of ioredis.
+ * events, the deferred failure, BullMQ's updateProgress script that notice.protocol.ts copies, that
+ * a completion leaves within the turn its processor returns in (the final notice goes behind it),
+ * and what cork.ts asks of ioredis.
  * package.json pins bullmq and ioredis exactly because of these; when upgrading either, run this
  * test first (docs/development.md, "Upgrading BullMQ"). Each failure names the assumption that
  * broke and the code that relies on it.
@@ -444,6 +445,52 @@ describe(`BullMQ and ioredis internals this service relies on (bullmq ${BULLMQ},
       );
       await assumeWithin(() => heard.length === 1, 5000, 'PROGRESS publishes the notice to the watchers', () => JSON.stringify(heard));
       assume(JSON.stringify(heard) === JSON.stringify([{ id: 'ours', progress: 42 }]), 'the watchers hear the progress notice', JSON.stringify(heard));
+    });
+  });
+
+  describe("a completion's final notice, as job-notifier.ts sends it right behind BullMQ's completion (NOTIFY_COMPLETED)", () => {
+    it('sent with setImmediate as the processor returns, runs after the completion BullMQ sends and publishes; sent before it, finds none', async () => {
+      const q = queue('completing');
+      const channel = noticeChannel(prefix, q.name, 'completing');
+      const subscriber = new IORedis(url);
+      closers.push(async () => subscriber.disconnect());
+      const heard: unknown[] = [];
+      subscriber.on('smessage', (_channel: string, message: string) => heard.push(decodeNotice(message)));
+      await subscriber.ssubscribe(channel);
+      await connection.sadd(watchersKey(prefix, q.name, 'done'), channel);
+      // why a first job: BullMQ's first completion on a connection may load its script first (a round trip).
+      await q.addBulk([{ name: 'warm', data: DATA, opts: { jobId: 'warm' } }, { name: 'done', data: DATA, opts: { jobId: 'done' } }]);
+      const ended = Date.now() - 60_000;
+      const early = { name: 'done', progress: 0, returnvalue: 0, attemptsMade: 1, timestamp: 0, finishedOn: ended };
+      const before = await notifyCompleted(connection, prefix, q.name, 'done', early);
+      const reached = new Map<string, Promise<number>>();
+      const worker = new SlotWorker(
+        q.name,
+        async (job) => {
+          completeAt(job, ended);
+          const record = { name: job.name, progress: 0, returnvalue: 0, attemptsMade: job.attemptsMade + 1, timestamp: job.timestamp, finishedOn: ended };
+          reached.set(job.id!, new Promise((resolve, reject) => setImmediate(() => notifyCompleted(connection, prefix, q.name, job.id!, record).then(resolve, reject))));
+          return 0;
+        },
+        workerOptions(q.name),
+        new Slots(1),
+      );
+      closeLater(worker.on('error', () => undefined));
+      await assumeWithin(() => reached.size === 2, 10_000, 'the worker runs both jobs', () => [...reached.keys()].join());
+      const behind = await reached.get('done');
+      const finishedOn = await connection.hget(q.toKey('done'), 'finishedOn');
+      assume(
+        before === -1 && behind === 1 && finishedOn === String(ended),
+        "BullMQ sends its completion (dated by completeAt) within the turn the processor returns in, so a script sent from setImmediate then runs after it and finds that finishedOn; before the completion it finds none and publishes nothing (job-notifier.ts `completing` relies on both)",
+        `before the completion ${before}; behind it ${behind}; finishedOn ${finishedOn}, completeAt's ${ended}`,
+      );
+      const timestamp = (await q.getJob('done'))!.timestamp;
+      await assumeWithin(() => heard.length === 1, 5000, 'the watcher hears the notice', () => JSON.stringify(heard));
+      assume(
+        JSON.stringify(heard) === JSON.stringify([{ id: 'done', final: 'completed', record: { name: 'done', progress: 0, returnvalue: 0, attemptsMade: 1, timestamp, finishedOn: ended, id: 'done' } }]),
+        'the watcher hears the one final notice, with the result (0) and the completion time',
+        JSON.stringify(heard),
+      );
     });
   });
 

@@ -48,7 +48,9 @@ export class JobNotifier {
    */
   completing(job: QueueJob, result: unknown, finishedOn: number): void {
     // why setImmediate: BullMQ sends its completion within this turn's promise jobs, after the
-    // processor returns; this runs after them, so Redis runs the completion first.
+    // processor returns; this runs after them, so Redis runs the completion first
+    // (test/bullmq-internals.e2e-spec.ts). A connection's first completion may load BullMQ's script
+    // first and come later: the script then finds the job not completed, and `final` sends it.
     const sent = new Promise<boolean>((resolve) =>
       setImmediate(() =>
         notifyCompleted(this.redis, this.prefix, job.queueName, job.id!, { ...this.record(job, result), attemptsMade: job.attemptsMade + 1, finishedOn }).then(
