@@ -72,7 +72,8 @@ export class FairRelease {
   /**
    * why never two at once (a tick while one runs is skipped): on a frozen or unreachable Redis the
    * calls would queue in ioredis, one every HEAL_INTERVAL_MS, and all run when it is back, from
-   * every worker at once, on a primary just promoted.
+   * every worker at once, on a primary just promoted. why not the API's Periodic (the same rule for
+   * its sweeps): this heals once at start too, and a stop must not wait on a frozen Redis's reply.
    */
   private heal(): void {
     if (this.healing) return;
