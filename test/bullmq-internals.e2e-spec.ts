@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { DelayedError, Job, Queue, Worker, WaitingError } from 'bullmq';
 import IORedis from 'ioredis';
 import type { Config } from '@app/config';
-import { BULL_STRUCTURES, bullKey, callerShares, decodeNotice, heal, park, PARK_DELAY_MS, release, settle, type JobData, noticeChannel, notifyCompleted, notifyProgress, queuePrefix, SCHEDULED_JOB_ID, scheduledJobId, schedulerId, watchersKey } from '@app/queue';
+import { BULL_STRUCTURES, bullKey, callerShares, decodeNotice, heal, keepJoinable, park, PARK_DELAY_MS, release, settle, type JobData, noticeChannel, notifyCompleted, notifyProgress, queuePrefix, SCHEDULED_JOB_ID, scheduledJobId, schedulerId, watchersKey } from '@app/queue';
 import { coalesceWrites } from '@app/redis';
 import { JobStore } from '../apps/api/src/jobs/job-store';
 import { completeAt, type QueueJob, SlotWorker } from '../apps/worker/src/processor/slot-worker';
@@ -17,7 +17,8 @@ import { sleep, waitFor } from './support/wait';
  * What this service assumes about BullMQ beyond its documented API, checked against a real Redis:
  * the protected Worker methods SlotWorker overrides and how the main loop calls them, the completion
  * time it sets (completeAt), the job hash fields JobStore reads, the error code of removing a
- * scheduler's next job, the ids and key layout queue.keys.ts computes, deduplication, the Worker's
+ * scheduler's next job, the ids and key layout queue.keys.ts computes, deduplication (and a key kept
+ * past its job's completion), the Worker's
  * events, the deferred failure, BullMQ's updateProgress script that notice.protocol.ts copies, that
  * a completion leaves within the turn its processor returns in (the final notice goes behind it),
  * and what cork.ts asks of ioredis.
@@ -344,6 +345,27 @@ describe(`BullMQ and ioredis internals this service relies on (bullmq ${BULLMQ},
       await active.moveToCompleted('done', 't1', false);
       const after = await q.add('t', DATA, opts('fourth'));
       assume(after.id === 'fourth', 'the deduplication id is released when the job completes, so the next submission is a job of its own (new-job.ts)', String(after.id));
+    });
+
+    it('leaves a deduplication key with an expiry at the completion (keepJoinable): adds join the completed job until it lapses', async () => {
+      const q = queue('dedup-kept');
+      const worker = manualWorker(q.name);
+      const opts = (jobId: string) => ({ jobId, deduplication: { id: 'kept-input' } });
+      await q.add('t', DATA, opts('first'));
+      const active = await take(worker, 't1');
+      // A key naming another job is left as it is; this job's gets the expiry.
+      await keepJoinable(connection, prefix, q.name, 'other', 'kept-input', 60_000);
+      await keepJoinable(connection, prefix, q.name, 'first', 'kept-input', 500);
+      await active.moveToCompleted('done', 't1', false);
+      const joined = await q.add('t', DATA, opts('second'));
+      assume(
+        joined.id === 'first',
+        "a completion deletes its deduplication key only when it has no expiry (removeDeduplicationKeyIfNeededOnFinalization), and add then joins the completed job (libs/queue/src/single-flight.ts, deduplicationKey in queue.keys.ts)",
+        String(joined.id),
+      );
+      await sleep(600);
+      const after = await q.add('t', DATA, opts('third'));
+      assume(after.id === 'third', 'the kept key lapses with its expiry, and the next add is a job of its own', String(after.id));
     });
   });
 

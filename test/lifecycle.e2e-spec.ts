@@ -1,4 +1,6 @@
+import IORedis from 'ioredis';
 import { METRIC_PREFIX } from '@app/metrics';
+import { queueKeys } from '@app/queue';
 import { AppProcess, startApp, startStack, stackEnv } from './support/apps';
 import { getJob, readEvents, request, submit } from './support/http';
 import { waitFor } from './support/wait';
@@ -9,14 +11,15 @@ describe('job lifecycle', () => {
   let otherApi: AppProcess; // a second API replica on the same Redis
   let worker: AppProcess;
   let stop: () => Promise<void>;
+  // why HOST unset: the apps then listen on their default, every interface, as they do in production.
+  const env = stackEnv('lifecycle', { WORKER_THREADS: '2', HOST: undefined });
+  const redis = new IORedis(process.env.E2E_REDIS_URL!);
 
   beforeAll(async () => {
-    // why HOST unset: the apps then listen on their default, every interface, as they do in production.
-    const env = stackEnv('lifecycle', { WORKER_THREADS: '2', HOST: undefined });
     ({ api, worker, stop } = await startStack(env));
     otherApi = await startApp('api', { ...env, HOST: '127.0.0.1' });
   });
-  afterAll(() => Promise.all([stop(), otherApi.stop()]));
+  afterAll(() => Promise.all([stop(), otherApi.stop(), redis.quit()]));
 
   const started = (type: string) => worker.metric(`${METRIC_PREFIX}job_run_seconds_count`, { type });
   const status = async (id: string) => (await getJob(api.url, id)).body.status as string;
@@ -45,6 +48,20 @@ describe('job lifecycle', () => {
       const { startedAt, finishedAt } = (await getJob(api.url, id)).body;
       expect(startedAt).toBeDefined();
       for (const { body } of again) expect({ cached: body.cached, startedAt: body.startedAt, finishedAt: body.finishedAt }).toEqual({ cached: true, startedAt, finishedAt });
+    });
+
+    it('joins an identical job that completed after its cache look missed the result, instead of running it again', async () => {
+      const before = await started('fibonacci');
+      const input = { n: 27 };
+      const first = await submit(api.url, 'fibonacci', input, { wait: 10 });
+      expect(first.body).toMatchObject({ status: 'completed', result: 196418 });
+      // As if the next submission had looked the input up just before the result was cached.
+      const keys = queueKeys(env.REDIS_PREFIX!);
+      const contentKey = await redis.get(keys.cacheId(first.body.id));
+      expect(await redis.del(keys.cacheEntry(contentKey!))).toBe(1);
+      const again = await submit(otherApi.url, 'fibonacci', input, { wait: 10 });
+      expect(again.body).toMatchObject({ id: first.body.id, status: 'completed', result: 196418 });
+      expect((await started('fibonacci')) - before).toBe(1);
     });
 
     it('runs a failed input again when it is submitted again', async () => {

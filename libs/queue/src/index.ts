@@ -1,5 +1,5 @@
 export { contentKeyOf, type JobData } from './job-data';
-export { blobLeaseKey, BULL_STRUCTURES, bullKey, childJobId, deadLetterClaimsKey, deadLetterKey, deadLettersKey, fairKey, jobTagsKey, listingEndsKey, listingKey, noticeChannel, ownersKey, queueKeys, queuePrefix, replayJobId, SCHEDULED_JOB_ID, scheduledJobId, schedulerId, uploadKey, watchersKey, WEBHOOK_QUEUE, webhookDeliveryId } from './queue.keys';
+export { blobLeaseKey, BULL_STRUCTURES, bullKey, childJobId, deadLetterClaimsKey, deadLetterKey, deadLettersKey, deduplicationKey, fairKey, jobTagsKey, listingEndsKey, listingKey, noticeChannel, ownersKey, queueKeys, queuePrefix, replayJobId, SCHEDULED_JOB_ID, scheduledJobId, schedulerId, uploadKey, watchersKey, WEBHOOK_QUEUE, webhookDeliveryId } from './queue.keys';
 export { jobOptions } from './job-options';
 export { checkSchedules, nextRunOf, scheduledJob } from './schedules';
 export type { ScheduledJob } from './schedules';
@@ -11,6 +11,7 @@ export type { JobNotice, JobRecord } from './notice.protocol';
 export { extendDeadline, NO_DEADLINE, pastDeadline, POP_DUE, startDeadlinesKey } from './start-deadlines';
 export { callerShares, ending, forgetParked, heal, HEAL_INTERVAL_MS, park, PARK_DELAY_MS, parkedOf, release, RELEASE_AHEAD, settle } from './fair-share';
 export type { CallerShare, ParkedJob } from './fair-share';
+export { JOINABLE_AFTER_COMPLETION_MS, keepJoinable } from './single-flight';
 export { listUntil, PAGE, SWEEP_ENDED, SWEEP_GRACE_SECONDS, sweepArgs } from './job-index';
 export { BlobLeases, DELETE_WINDOW_MS, inputLeaseUntil, QUEUED_INPUT_MS, sweepBlobs, type TakenObjects } from './blob-leases';
 export type { SweepOptions, SweepReport } from './blob-leases';

@@ -21,6 +21,15 @@ export function bullKey(prefix: string, queue: string, structure: string): strin
 }
 
 /**
+ * BullMQ's deduplication key of `queue` for deduplication id `id` (its `de:` key, bullmq 6), holding
+ * the id of the job that took it: the API adds every job with its content key as that id (single
+ * flight), and the worker may keep it past the job's completion (see single-flight.ts).
+ */
+export function deduplicationKey(prefix: string, queue: string, id: string): string {
+  return bullKey(prefix, queue, `de:${id}`);
+}
+
+/**
  * A key of fair share's (see fair-share.ts) in `queue`: `ring`, `in-ring`, `limits`, `parked`, `seq`,
  * `waiting:<caller>`, `running:<caller>`; `''` is their common base. In the queue's hash tag, so one
  * script touches them and BullMQ's keys together, on Redis Cluster too. `parked` (a sorted set of

@@ -4,7 +4,7 @@ import { ResultCache } from '@app/cache';
 import { CONFIG, type Config } from '@app/config';
 import { CodedJobError, isRetried, JobFailureCode, JobRegistry, knownVersions, parseFailure, runnerOf } from '@app/jobs';
 import { type Logger, LOGGER } from '@app/logging';
-import { contentKeyOf, listUntil, ownersKey, pastDeadline, queuePrefix, startDeadlinesKey, SWEEP_GRACE_SECONDS } from '@app/queue';
+import { contentKeyOf, JOINABLE_AFTER_COMPLETION_MS, keepJoinable, listUntil, ownersKey, pastDeadline, queuePrefix, startDeadlinesKey, SWEEP_GRACE_SECONDS } from '@app/queue';
 import type { RedisClient } from '@app/redis';
 import { SPAN_ATTRIBUTES, type Tracing, TRACING } from '@app/tracing';
 import { JobPool, type RunOptions } from '../pool/job-pool';
@@ -255,12 +255,13 @@ export class JobProcessor implements OnApplicationBootstrap {
     }
     // First pickups only: a handed-back job, or a fan-out job resuming for its merge, was picked up before.
     if (job.attemptsStarted <= 1 && job.data.chunks === undefined) this.metrics.waited(def.name, job.queueName, Date.now() - job.timestamp);
-    // why every cacheable job, though the API looked just before it added it: an identical job that
-    // ended between that look and the add had cached its result and released its deduplication id,
-    // so this one would run again (the bench smoke's 50 identical submissions over 2 APIs ran twice
-    // without it). A schedule's tick and a fan-out chunk were added without a look at all. why not an
-    // inline type: running it again costs less than the look (a round trip to Redis on every job).
-    if (def.cacheTtlSeconds > 0 && !def.inline) {
+    // Added by the API under its content key: the API looked the input up just before, and an
+    // identical job that completed since is joined, not run again (keepJoinable below).
+    const joinable = job.data.key === undefined && job.deduplicationId !== undefined;
+    // why a look for the others: a schedule's tick and a fan-out chunk were added without one, and a
+    // job edited on the dashboard under another input's key. why not an inline type: running it
+    // again costs less than the look (a round trip to Redis).
+    if (def.cacheTtlSeconds > 0 && !def.inline && !joinable) {
       const dataKey = contentKeyOf(job);
       const cached = dataKey === undefined ? undefined : await this.cache.get(dataKey).catch(() => undefined);
       // A cached result whose file a sweep removed is no answer: the job runs.
@@ -311,6 +312,11 @@ export class JobProcessor implements OnApplicationBootstrap {
         .set(key, { id: job.id!, type: def.name, result, attempts: job.attemptsMade + 1, createdAt: job.timestamp, startedAt: job.processedOn ?? startedAt, finishedAt }, def.cacheTtlSeconds)
         .catch((error: unknown) => log().warn({ err: error }, 'could not cache the result; the job still completes'));
       if (!this.cacheOnQueueRedis) await caching;
+      // why before the completion, on its connection: the completion would drop the deduplication id.
+      if (joinable && def.cacheTtlSeconds > 0 && key === job.deduplicationId) {
+        const ms = Math.min(JOINABLE_AFTER_COMPLETION_MS, this.config.jobRetentionSeconds * 1000);
+        void keepJoinable(this.redis, this.config.redisPrefix, job.queueName, job.id!, key, ms).catch(() => undefined);
+      }
       // why: GET of the job shows BullMQ's times; the cache entry's (a cached answer's) must be the same.
       completeAt(job, finishedAt);
       this.ownersOutlive(job, Math.max(this.config.jobRetentionSeconds, def.cacheTtlSeconds));
