@@ -1,8 +1,8 @@
 // The dependencies a removal leaves behind (`npm run remove:job`, `npm run remove:capability`): the
 // packages the removed files import that nothing left names, out of package.json, and the production
-// ones only tests, the bench or scripts still name, moved to devDependencies. package-lock.json
-// follows through `npm install --package-lock-only --offline`: no download, and node_modules is left
-// as it is (the next `npm ci` drops what is gone from it).
+// ones only tests, the bench or scripts still name (or the apps only for its types), moved to
+// devDependencies. package-lock.json follows through `npm install --package-lock-only --offline`:
+// no download, and node_modules is left as it is (the next `npm ci` drops what is gone from it).
 import { spawnSync } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { builtinModules, createRequire } from 'node:module';
@@ -34,12 +34,24 @@ function importedPackages(text) {
 /** `@types/<name>` for `name` (`@types/scope__name` for `@scope/name`). */
 const typesOf = (name) => `@types/${name.replace(/^@([^/]+)\//, '$1__')}`;
 
-/** The strings of a JavaScript or TypeScript source, read with the TypeScript parser: comments don't count. */
+/**
+ * The strings of a JavaScript or TypeScript source, read with the TypeScript parser (comments don't
+ * count), each with whether it names a module for its types alone: `import type … from`, `export type
+ * … from`, `import('…')` in a type. Those are gone from the compiled code, so they need the package
+ * at build time only.
+ */
 function stringsOf(ts, file, text) {
-  const source = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, false, /\.[cm]?js$/.test(file) ? ts.ScriptKind.JS : ts.ScriptKind.TS);
+  // why parent nodes set: typeOnly reads them.
+  const source = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true, /\.[cm]?js$/.test(file) ? ts.ScriptKind.JS : ts.ScriptKind.TS);
   const found = [];
+  const typeOnly = (node) => {
+    const parent = node.parent;
+    if (ts.isImportDeclaration(parent)) return parent.moduleSpecifier === node && parent.importClause?.isTypeOnly === true;
+    if (ts.isExportDeclaration(parent)) return parent.moduleSpecifier === node && parent.isTypeOnly;
+    return ts.isLiteralTypeNode(parent) && ts.isImportTypeNode(parent.parent);
+  };
   const visit = (node) => {
-    if (ts.isStringLiteralLike(node)) found.push(node.text);
+    if (ts.isStringLiteralLike(node)) found.push({ text: node.text, types: typeOnly(node) });
     ts.forEachChild(node, visit);
   };
   visit(source);
@@ -51,7 +63,7 @@ function stringsOf(ts, file, text) {
  * package.json and the lock aside), `read(file)` and the project's root: `drop`, the packages they
  * import that no remaining file names (a string of its code, or a quoted word of a manifest or
  * config file), with their `@types/…`; and `toDev`, the production dependencies among them that only
- * files outside apps/ and libs/ still name.
+ * files outside apps/ and libs/ still name, or files in them only for its types.
  */
 export function dependencyChanges(root, removed, remaining, read) {
   const { dependencies = {}, devDependencies = {} } = JSON.parse(read('package.json'));
@@ -61,9 +73,15 @@ export function dependencyChanges(root, removed, remaining, read) {
   const ts = candidates.size > 0 ? createRequire(join(root, 'package.json'))('typescript') : undefined;
   const strings = new Map();
   const stringsIn = (file) => strings.get(file) ?? strings.set(file, stringsOf(ts, file, read(file))).get(file);
+  // Each file that names `name`, and whether only for its types (see stringsOf).
   const usersOf = (name) => {
     const named = new RegExp(`(['"\`])${escape(name)}(?:/[^'"\`\\s]*)?\\1`);
-    return others.filter((file) => (CODE.test(file) ? stringsIn(file).some((text) => text === name || text.startsWith(`${name}/`)) : named.test(read(file))));
+    const naming = ({ text }) => text === name || text.startsWith(`${name}/`);
+    return others.flatMap((file) => {
+      if (!CODE.test(file)) return named.test(read(file)) ? [{ file, types: false }] : [];
+      const uses = stringsIn(file).filter(naming);
+      return uses.length === 0 ? [] : [{ file, types: uses.every((use) => use.types) }];
+    });
   };
   const drop = [];
   const toDev = [];
@@ -72,8 +90,8 @@ export function dependencyChanges(root, removed, remaining, read) {
     if (users.length === 0) {
       drop.push(name);
       if (typesOf(name) in devDependencies && usersOf(typesOf(name)).length === 0) drop.push(typesOf(name));
-    } else if (name in dependencies && !users.some((file) => PRODUCTION.test(file))) {
-      toDev.push({ name, users });
+    } else if (name in dependencies && !users.some(({ file, types }) => PRODUCTION.test(file) && !types)) {
+      toDev.push({ name, users: users.map(({ file, types }) => (types ? `${file} (its types)` : file)) });
     }
   }
   return { drop, toDev };
