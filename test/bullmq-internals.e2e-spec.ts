@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { DelayedError, Job, Queue, Worker, WaitingError } from 'bullmq';
 import IORedis from 'ioredis';
 import type { Config } from '@app/config';
-import { BULL_STRUCTURES, bullKey, callerShares, decodeNotice, heal, keepJoinable, park, PARK_DELAY_MS, release, settle, type JobData, noticeChannel, notifyCompleted, notifyProgress, queuePrefix, SCHEDULED_JOB_ID, scheduledJobId, schedulerId, watchersKey } from '@app/queue';
+import { BULL_STRUCTURES, bullKey, callerShares, decodeNotice, deduplicationKey, heal, keepJoinable, park, PARK_DELAY_MS, release, settle, type JobData, noticeChannel, notifyCompleted, notifyProgress, queuePrefix, SCHEDULED_JOB_ID, scheduledJobId, schedulerId, watchersKey } from '@app/queue';
 import { coalesceWrites } from '@app/redis';
 import { JobStore } from '../apps/api/src/jobs/job-store';
 import { completeAt, type QueueJob, SlotWorker } from '../apps/worker/src/processor/slot-worker';
@@ -353,8 +353,9 @@ describe(`BullMQ and ioredis internals this service relies on (bullmq ${BULLMQ},
       const opts = (jobId: string) => ({ jobId, deduplication: { id: 'kept-input' } });
       await q.add('t', DATA, opts('first'));
       const active = await take(worker, 't1');
-      // A key naming another job is left as it is; this job's gets the expiry.
-      await keepJoinable(connection, prefix, q.name, 'other', 'kept-input', 60_000);
+      // Only a key that exists is kept: none is made for a job whose key is gone.
+      await keepJoinable(connection, prefix, q.name, 'ghost', 'no-such-input', 60_000);
+      expect(await connection.exists(deduplicationKey(prefix, q.name, 'no-such-input'))).toBe(0);
       await keepJoinable(connection, prefix, q.name, 'first', 'kept-input', 500);
       await active.moveToCompleted('done', 't1', false);
       const joined = await q.add('t', DATA, opts('second'));

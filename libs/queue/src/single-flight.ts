@@ -1,4 +1,4 @@
-import { LuaScript, type RedisClient } from '@app/redis';
+import type { RedisClient } from '@app/redis';
 import { deduplicationKey } from './queue.keys';
 
 /**
@@ -13,21 +13,15 @@ import { deduplicationKey } from './queue.keys';
  */
 export const JOINABLE_AFTER_COMPLETION_MS = 5000;
 
-/** KEYS: the deduplication key. ARGV: the job id, ms. Gives the key that expiry if it still names the job. */
-const KEEP_JOINABLE = new LuaScript(
-  `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
-return 0`,
-  1,
-);
-
 /**
  * Keeps deduplication id `key` of job `id` in `queue` for `ms` after the job completes: send it
  * before BullMQ's completion of the job, on BullMQ's connection. BullMQ's completion deletes a
  * deduplication key without an expiry and leaves one with an expiry to lapse
- * (test/bullmq-internals.e2e-spec.ts pins both). Right after a Redis restart, whose script cache is
- * empty, the script goes again as EVAL behind the completion and finds the key gone: that one job
- * is then single-flighted by the API's look alone.
+ * (test/bullmq-internals.e2e-spec.ts pins both). One SET, only if the key exists (XX): where it is
+ * gone (a failover lost it) nothing is made; where it names another job of the same content key (a
+ * failover lost it and that job took it since), it names this one, whose result for that same
+ * input is cached by now, and that job runs on unchanged.
  */
 export function keepJoinable(redis: RedisClient, prefix: string, queue: string, id: string, key: string, ms: number): Promise<unknown> {
-  return KEEP_JOINABLE.run(redis, deduplicationKey(prefix, queue, key), id, ms);
+  return redis.set(deduplicationKey(prefix, queue, key), id, 'PX', ms, 'XX');
 }
