@@ -27,40 +27,49 @@ export function peersReport({ opts, rounds, iterations, replicaCounts, redisCoun
 
   for (const n of replicaCounts) {
     const spread = n > 1 ? `, ${o.callers} callers over ${apis(n)} round-robin` : `, ${o.callers} callers, 1 API`;
-    for (const k of ['template', 'inline'] as const) {
-      const type = k === 'inline' ? 'inline `bench-sum-inline`' : '`bench-sum`';
+    for (const [k, peer] of [['template', 'guarded'], ['inline', 'guarded-inline']] as const) {
+      const type = k === 'inline' ? 'inline `bench-sum-inline`' : '`bench-sum` (pool thread)';
       const t = `${k}.${n}`;
+      const g = `${peer}.${n}`;
       const vs = `vsGuarded.${t}`;
+      const which = k === 'inline' ? 'equal-guarantee peer, on its event loop' : 'equal-guarantee peer, on its piscina pool';
       rows.push(
         {
           scenario: SCENARIO,
-          measure: `trivial ${type} jobs/s${spread}, ÷ equal-guarantee peer`,
+          measure: `trivial ${type} jobs/s${spread}, ÷ ${which}`,
           template: spreadOf(r(`${t}.jobsPerS`), jobs),
-          baseline: spreadOf(r(`guarded.${n}.jobsPerS`), jobs),
+          baseline: spreadOf(r(`${g}.jobsPerS`), jobs),
           ratio: r(`${vs}.jobsPerS`),
           target: '≥ 1.0',
           met: r(`${vs}.jobsPerS`).median >= 1,
         },
         {
           scenario: SCENARIO,
-          measure: `${k === 'inline' ? 'inline ' : ''}submit-and-wait p50, one caller, ${apis(n)}, ÷ equal-guarantee peer (added latency template − peer: ${spreadOf(r(`${vs}.p50Diff`), ms)})`,
+          measure: `${k === 'inline' ? 'inline ' : ''}submit-and-wait p50, one caller, ${apis(n)}, ÷ ${which} (added latency template − peer: ${spreadOf(r(`${vs}.p50Diff`), ms)})`,
           template: spreadOf(r(`${t}.p50`), ms),
-          baseline: spreadOf(r(`guarded.${n}.p50`), ms),
+          baseline: spreadOf(r(`${g}.p50`), ms),
           ratio: r(`${vs}.p50Ratio`),
           target: '≤ 1.0',
           met: r(`${vs}.p50Ratio`).median <= 1,
         },
         {
           scenario: SCENARIO,
-          measure: `${k === 'inline' ? 'inline ' : ''}fleet CPU per trivial job (${fleet}), ${apis(n)}, ÷ equal-guarantee peer's`,
+          measure: `${k === 'inline' ? 'inline ' : ''}fleet CPU per trivial job (${fleet}), ${apis(n)}, ÷ ${which}`,
           template: spreadOf(r(`${t}.cpu.fleet`), ms),
-          baseline: spreadOf(r(`guarded.${n}.cpu.fleet`), ms),
+          baseline: spreadOf(r(`${g}.cpu.fleet`), ms),
           ratio: r(`${vs}.fleetCpu`),
           target: '≤ 1.0',
           met: r(`${vs}.fleetCpu`).median <= 1,
         },
       );
     }
+    rows.push({
+      scenario: SCENARIO,
+      measure: `… \`bench-sum\` on a pool thread ÷ the equal-guarantee peer running the same work on its event loop (what the hop costs), ${apis(n)}: jobs/s; p50 ${ratio(r(`vsGuardedLoop.template.${n}.p50Ratio`))}`,
+      template: spreadOf(r(`template.${n}.jobsPerS`), jobs),
+      baseline: spreadOf(r(`guarded-inline.${n}.jobsPerS`), jobs),
+      ratio: r(`vsGuardedLoop.template.${n}.jobsPerS`),
+    });
   }
   rows.push(
     {
@@ -149,7 +158,7 @@ export function peersReport({ opts, rounds, iterations, replicaCounts, redisCoun
   );
 
   const cell = (name: string) => (r(name).values.length > 0 ? num(r(name).median) : '–');
-  const label = { template: 'template', inline: 'template, inline type', guarded: 'equal-guarantee peer', peer: 'bare peer' } as const;
+  const label = { template: 'template', inline: 'template, inline type', guarded: 'equal-guarantee peer (piscina)', 'guarded-inline': 'equal-guarantee peer, inline type', peer: 'bare peer' } as const;
   const perProcess = [
     `CPU ms per trivial job of each process (/proc schedstat, over a ${o.durationS} s leg at ${o.callers} callers; APIs: all replicas of the leg together) ` +
       `and Redis commands per job (INFO commandstats, scripts' inner commands included)${redisCounted ? '' : ' — Redis not counted: a shared server'}; one caller's p50 / p99; medians of the rounds:`,
@@ -158,7 +167,7 @@ export function peersReport({ opts, rounds, iterations, replicaCounts, redisCoun
     '|---|---|---|---|---|---|---|---|---|---|',
   ];
   for (const n of replicaCounts) {
-    for (const k of ['template', 'inline', 'guarded', 'peer'] as const) {
+    for (const k of ['template', 'inline', 'guarded', 'guarded-inline', 'peer'] as const) {
       if (k === 'peer' && n > 1) continue;
       const f = (x: string) => cell(`${k}.${n}.${x}`);
       const failed = r(`${k}.${n}.failed`).values.reduce((a, b) => a + b, 0);
@@ -183,6 +192,7 @@ export function peersReport({ opts, rounds, iterations, replicaCounts, redisCoun
           { label: 'template trivial', value: r('template.1.jobsPerS').median, template: true },
           { label: 'template inline', value: r('inline.1.jobsPerS').median, template: true },
           { label: 'equal-guarantee peer trivial', value: r('guarded.1.jobsPerS').median, template: false },
+          { label: 'equal-guarantee peer inline', value: r('guarded-inline.1.jobsPerS').median, template: false },
           { label: 'bare peer trivial', value: r('peer.1.jobsPerS').median, template: false },
           { label: 'template CPU', value: r('template.cpuJobsPerS').median, template: true },
           { label: 'equal-guarantee peer CPU', value: r('guarded.cpuJobsPerS').median, template: false },
@@ -203,11 +213,12 @@ export function peersReport({ opts, rounds, iterations, replicaCounts, redisCoun
       'The bare peer (bench/baselines/peer-*.ts): a Nest API on Fastify with `BullModule.forRoot/registerQueue` whose POST ' +
         '`queue.add`s the job and, under `Prefer: wait`, answers after `job.waitUntilFinished` on a QueueEvents; a separate Nest ' +
         `worker process whose @nestjs/bullmq processor (concurrency ${opts.threads}) calls the same job \`run\` as the template's pool threads (bench/support/bench-jobs.ts) on its event loop. ` +
-        'No key, cache, single flight, cancel checks, idempotency or backlog bound. ' +
+        'No key, cache, single flight, cancel checks, idempotency, backlog bound or thread. ' +
         'The equal-guarantee peer (the same processes with PEER_API_KEY; bench/baselines/guarded-*.ts, failed-key.guard.ts, peer-result-cache.ts) adds, each from its usual library: ' +
         'an `x-api-key` guard on `@nestjs/throttler` with `@nest-lab/throttler-storage-redis` (as the template\'s: a wrong key takes one of its address\'s 16 a minute, then gets `429`; ' +
         'a right key is never locked out and costs no Redis round trip), a result cache looked up before the add (`@nestjs/cache-manager` on `@keyv/redis`, filled by its worker), ' +
-        `single flight by BullMQ's \`deduplication\` on the result key, waiting through QueueEvents. With ${apis(Math.max(...replicaCounts))}, the callers go round-robin over the replicas; ` +
+        `single flight by BullMQ's \`deduplication\` on the result key, waiting through QueueEvents, and a type that is not \`inline\` run on a piscina pool of ${opts.threads} threads (piscina's defaults) from its processor, ` +
+        `so its worker's loop stays free as the template's does (\`bench-sum\` there; \`bench-sum-inline\` on its loop, each compared with the template's type of the same kind). With ${apis(Math.max(...replicaCounts))}, the callers go round-robin over the replicas; ` +
         'replicas a leg does not use are stopped (SIGSTOP) meanwhile. The bare peer runs with one API. ' +
         `pbkdf2: ${iterations} iterations, fresh salts.`,
       perProcess.join('\n'),

@@ -13,12 +13,15 @@ import { SchedCounters, schedCounters, untilQuiet } from '../tuning/sched-counte
 import { BenchContext, fresh, nextTrivial, rotate, Scenario, sleep } from './context';
 import { peersReport } from './peers.report';
 
-export type SideKey = 'template' | 'inline' | 'peer' | 'guarded';
+export type SideKey = 'template' | 'inline' | 'peer' | 'guarded' | 'guarded-inline';
+
+/** The sides that are another side's apps again, running the inline twin of the trivial job. */
+const twin = (key: SideKey) => key === 'inline' || key === 'guarded-inline';
 
 interface Side {
   key: SideKey;
   label: string;
-  /** The trivial job's type: `bench-sum`, or on the `inline` side (the template's apps again) its inline twin. */
+  /** The trivial job's type: `bench-sum`, or on an inline twin side (the same apps again) its inline twin. */
   trivial: string;
   /** API replicas; the first serves the one-replica legs, the others are parked (SIGSTOP) outside the legs that use them. */
   apis: AppProcess[];
@@ -47,10 +50,13 @@ const START_GROUP = 4;
  * nothing else; the equal-guarantee peer (PEER_API_KEY, baselines/guarded-*.ts) adds what the
  * template guarantees, each from its usual library: an API-key guard with a failed-key throttle
  * per address on Redis, a result cache looked up before the add, single flight by BullMQ's
- * deduplication. Same HTTP client, same jobs, alternating rounds: trivial jobs/s at 32 callers and
- * one caller's p50/p99 (the template and the equal-guarantee peer at 1 and at N API replicas), CPU
- * per job of each process and Redis commands per job, ~25 ms CPU jobs/s, cache hits, and each
- * API's isolation (GET of a finished job, CPU idle vs fed with CPU jobs).
+ * deduplication, and its worker's loop kept free of the work: a type that is not `inline` runs on
+ * a piscina pool, as on the template's pool threads (the `guarded-inline` side is the same apps
+ * with the inline twin, run on the loop). Same HTTP client, same jobs, alternating rounds: trivial
+ * jobs/s at 32 callers and one caller's p50/p99 (the template and the equal-guarantee peer at 1
+ * and at N API replicas), CPU per job of each process and Redis commands per job, ~25 ms CPU
+ * jobs/s, cache hits, and each API's isolation (GET of a finished job, CPU idle vs fed with CPU
+ * jobs).
  */
 export class PeersScenario implements Scenario<ScenarioReport> {
   readonly name = 'peers';
@@ -77,11 +83,11 @@ export class PeersScenario implements Scenario<ScenarioReport> {
     const extra = new Set(this.extras);
     resume(this.extras);
     for (const side of sides) {
-      if (side.key !== 'inline') side.jobId ??= (await this.submit(side, 1, 'fibonacci', { n: 20 })).id;
+      if (!twin(side.key)) side.jobId ??= (await this.submit(side, 1, 'fibonacci', { n: 20 })).id;
       for (const [replica, api] of side.apis.entries()) {
         await closedLoop({ concurrency: 1, total: 20, task: () => this.submitTo(side, replica, 1, side.trivial, nextTrivial()) });
         if (extra.has(api)) continue;
-        if (side.key !== 'inline') await closedLoop({ concurrency: 2, total: 4, task: () => this.submit(side, 2, 'bench-pbkdf2', this.cpuInput()) });
+        if (!twin(side.key)) await closedLoop({ concurrency: 2, total: 4, task: () => this.submit(side, 2, 'bench-pbkdf2', this.cpuInput()) });
       }
     }
     park(this.extras);
@@ -128,10 +134,11 @@ export class PeersScenario implements Scenario<ScenarioReport> {
       // The bare peer is run.ts's (shared with the files scenario).
       { key: 'peer', label: 'bare peer (@nestjs/bullmq API + worker)', trivial: 'bench-sum', apis: [bare.api], worker: bare.worker, clients: new Map() },
       { key: 'guarded', label: 'equal-guarantee peer', trivial: 'bench-sum', apis: guardedApis, worker: all('guarded worker')[0], clients: new Map() },
+      { key: 'guarded-inline', label: 'equal-guarantee peer, inline type', trivial: 'bench-sum-inline', apis: guardedApis, worker: all('guarded worker')[0], clients: new Map() },
     ];
     this.redisPid = await redisServerPid(this.ctx.redis, this.ctx.redisClient);
     // why: with BENCH_NODE_ARGS=--cpu-prof, profiles are named by pid.
-    for (const side of this.sides.filter((s) => s.key !== 'inline')) {
+    for (const side of this.sides.filter((s) => !twin(s.key))) {
       progress.log(`${this.name}: ${side.label}: API pids ${side.apis.map((p) => p.pid).join(', ')} (the first serves alone); worker pid ${side.worker.pid}`);
     }
     if (this.redisPid) progress.log(`${this.name}: Redis pid ${this.redisPid}`);
@@ -165,7 +172,7 @@ export class PeersScenario implements Scenario<ScenarioReport> {
       }
     }
     await this.useReplicas(1);
-    const threeSides = rotate(all.filter((s) => s.key !== 'inline'), round);
+    const threeSides = rotate(all.filter((s) => !twin(s.key)), round);
     for (const s of threeSides) {
       step(`${s.label}: ${o.cpuJobs} pbkdf2 jobs (${this.iterations} iterations), ${o.cpuCallers} callers`);
       const run = await closedLoop({ concurrency: o.cpuCallers, total: o.cpuJobs, task: () => this.submit(s, o.cpuCallers, 'bench-pbkdf2', this.cpuInput()) });
@@ -213,13 +220,17 @@ export class PeersScenario implements Scenario<ScenarioReport> {
     add('guarded.cpuRatio', last('template.cpuJobsPerS') / last('guarded.cpuJobsPerS'));
     add('guarded.hitsRatio', last('template.hitsPerS') / last('guarded.hitsPerS'));
     for (const n of this.replicaCounts) {
-      for (const k of ['template', 'inline'] as const) {
-        const [t, g] = [`${k}.${n}`, `guarded.${n}`];
+      // Each type against the peer running it the same way: on a pool thread, or on the worker's event loop.
+      for (const [k, peer] of [['template', 'guarded'], ['inline', 'guarded-inline']] as const) {
+        const [t, g] = [`${k}.${n}`, `${peer}.${n}`];
         add(`vsGuarded.${t}.jobsPerS`, last(`${t}.jobsPerS`) / last(`${g}.jobsPerS`));
         add(`vsGuarded.${t}.p50Ratio`, last(`${t}.p50`) / last(`${g}.p50`));
         add(`vsGuarded.${t}.p50Diff`, last(`${t}.p50`) - last(`${g}.p50`));
         add(`vsGuarded.${t}.fleetCpu`, last(`${t}.cpu.fleet`) / last(`${g}.cpu.fleet`));
       }
+      // The hop's price, the thread type against the peer running the same work on its event loop.
+      add(`vsGuardedLoop.template.${n}.jobsPerS`, last(`template.${n}.jobsPerS`) / last(`guarded-inline.${n}.jobsPerS`));
+      add(`vsGuardedLoop.template.${n}.p50Ratio`, last(`template.${n}.p50`) / last(`guarded-inline.${n}.p50`));
     }
   }
 
