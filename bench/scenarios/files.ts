@@ -73,21 +73,24 @@ function distinct(image: Buffer, tag: string): Buffer {
   return Buffer.concat([image.subarray(0, 2), segment, text, image.subarray(2)]);
 }
 
-/** CPU ms of a process's threads by scheduling policy (/proc/<pid>/task/<tid>/stat: utime + stime, and policy). */
-function threadsByPolicy(pid: number): Record<string, number> {
+/**
+ * CPU ms of a process's threads by scheduling policy or by name (/proc/<pid>/task/<tid>/stat: utime
+ * + stime, and policy; the name in parentheses: node-MainThread, libuv-worker, node-V8Worker…).
+ */
+function threadCpu(pid: number, by: 'policy' | 'name'): Record<string, number> {
   const names = ['other', 'fifo', 'rr', 'batch', 'iso', 'idle'];
-  const by: Record<string, number> = {};
+  const cpu: Record<string, number> = {};
   for (const tid of readdirSync(`/proc/${pid}/task`)) {
     try {
       const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
       const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      const policy = names[Number(fields[38])] ?? fields[38];
-      by[policy] = (by[policy] ?? 0) + (Number(fields[11]) + Number(fields[12])) * 10;
+      const key = by === 'name' ? stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')) : (names[Number(fields[38])] ?? fields[38]);
+      cpu[key] = (cpu[key] ?? 0) + (Number(fields[11]) + Number(fields[12])) * 10;
     } catch {
       // why skip: the thread ended between listing and reading.
     }
   }
-  return by;
+  return cpu;
 }
 
 /**
@@ -438,7 +441,7 @@ export class FilesScenario implements Scenario<ScenarioReport> {
     });
     try {
       await poolSaturated(worker, Math.min(this.ctx.opts.threads, o.feeders), 30_000);
-      const watch = { at: performance.now(), host: hostCpu(), api: schedCounters(api.pid), worker: threadsByPolicy(worker.pid), fed };
+      const watch = { at: performance.now(), host: hostCpu(), api: schedCounters(api.pid), apiThreads: threadCpu(api.pid, 'name'), worker: threadCpu(worker.pid, 'policy'), fed };
       const busy = await blast({ ...get, durationS: o.busyS });
       this.watched(watch, busy.ok, fed);
       this.rounds.add('getIdle', idle.rps);
@@ -455,14 +458,20 @@ export class FilesScenario implements Scenario<ScenarioReport> {
   /**
    * What the busy GET leg shared the host with, to find what takes a round down: the API's CPU and
    * run-queue wait per GET, its CPU per thumbnail fed (each one an upload and a download through it),
-   * the cores each process used, and the worker's by scheduling policy (libvips's threads on SCHED_IDLE or not).
+   * the cores each process used, the API's by thread (its loop, the hashing thread, libuv's, V8's), and the worker's by
+   * scheduling policy (libvips's threads on SCHED_IDLE or not).
    */
-  private watched(from: { at: number; host: ReturnType<typeof hostCpu>; api: ReturnType<typeof schedCounters>; worker: Record<string, number>; fed: number }, gets: number, fed: number): void {
+  private watched(
+    from: { at: number; host: ReturnType<typeof hostCpu>; api: ReturnType<typeof schedCounters>; apiThreads: Record<string, number>; worker: Record<string, number>; fed: number },
+    gets: number,
+    fed: number,
+  ): void {
     const { api, worker } = this.ctx.servers;
     const wallMs = performance.now() - from.at;
     const host = hostCpu();
     const apiNow = schedCounters(api.pid);
-    const workerNow = threadsByPolicy(worker.pid);
+    const workerNow = threadCpu(worker.pid, 'policy');
+    const apiThreadsNow = threadCpu(api.pid, 'name');
     const named = [api.pid, worker.pid, this.redisPid ?? -1];
     const { byLabel, others, topOthers } = hostCpuShares(from.host, host, wallMs, {
       api: [api.pid],
@@ -477,13 +486,17 @@ export class FilesScenario implements Scenario<ScenarioReport> {
     this.rounds.add('isoApiWaitPerGetUs', ((apiNow.waitMs - from.api.waitMs) / Math.max(1, gets)) * 1000);
     for (const [label, cores] of Object.entries(byLabel)) this.rounds.add(`isoCores.${label}`, cores);
     this.rounds.add('isoCores.others', others);
-    const policies = Object.keys(workerNow)
-      .map((policy) => `${policy} ${((workerNow[policy] - (from.worker[policy] ?? 0)) / wallMs).toFixed(2)}`)
-      .join(', ');
+    const cores = (now: Record<string, number>, then: Record<string, number>) =>
+      Object.keys(now)
+        .map((key) => [key, (now[key] - (then[key] ?? 0)) / wallMs] as const)
+        .filter(([, used]) => used >= 0.005)
+        .map(([key, used]) => `${key} ${used.toFixed(2)}`)
+        .join(', ');
+    const policies = cores(workerNow, from.worker);
     const c = (n: number) => n.toFixed(2);
     this.ctx.progress.log(
       `  ${this.name}, GET busy: ${gets} GETs, ${fedNow} thumbnails fed; API ${c(apiCpu / wallMs)} cores (${((apiCpu / Math.max(1, gets)) * 1000).toFixed(0)} µs per GET all told), ` +
-        `${(((apiNow.waitMs - from.api.waitMs) / Math.max(1, gets)) * 1000).toFixed(0)} µs run-queue wait per GET; cores used: API ${c(byLabel.api)}, worker ${c(byLabel.worker)} (by policy: ${policies}), ` +
+        `${(((apiNow.waitMs - from.api.waitMs) / Math.max(1, gets)) * 1000).toFixed(0)} µs run-queue wait per GET; cores used: API ${c(byLabel.api)} (by thread: ${cores(apiThreadsNow, from.apiThreads)}), worker ${c(byLabel.worker)} (by policy: ${policies}), ` +
         `Redis ${c(byLabel.redis)}, bench ${c(byLabel.bench)}, the run's other processes ${c(byLabel.run)}, other processes on the host ${c(others)} (${topOthers.join(', ') || 'none'})`,
     );
   }

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -14,10 +14,12 @@ import { Rounds } from '../support/stats';
 /**
  * The files scenario's upload legs alone, in a minute instead of the scenario's ten: the API's
  * multipart route (`bench-file`) and the bare Fastify route (baselines/bare-upload.main.ts) into
- * one file store, alternating by round; MB/s, the receiving process's CPU per MB, and the API's RSS
+ * one file store, alternating by round; MB/s, the receiving process's CPU per MB (and by thread:
+ * its loop, V8's collector threads, libuv's, the hashing thread), its read and write system calls
+ * per MB, and the API's RSS
  * peak − before (after a full collection). No worker: the API's jobs wait, as their run is not the
  * measure. For trying a change to the upload path, or node flags for the API (a profile):
- *   UPLOADS_COUNT (8), UPLOADS_MB (50), UPLOADS_ROUNDS (4), UPLOADS_API_ARGS ("--cpu-prof --cpu-prof-dir=/tmp/prof"),
+ *   UPLOADS_COUNT (8), UPLOADS_MB (50), UPLOADS_ROUNDS (4), UPLOADS_API_ARGS ("--cpu-prof --cpu-prof-dir=/tmp/prof"), UPLOADS_BARE_ARGS (the same for the bare route),
  *   UPLOADS_API_ENV ("A=1,B=2"), UPLOADS_DIST (the build, ./dist); with --trace-gc in UPLOADS_API_ARGS each
  *   round prints the API's collections by kind, and UPLOADS_GC_LINES=1 their lines
  *
@@ -55,7 +57,7 @@ async function main(): Promise<void> {
     };
     const [api, bare] = await Promise.all([
       startTemplateApp(dist, 'api', env, { cwd: root, nodeArgs: apiArgs }),
-      startNode(join(__dirname, '..', 'baselines', 'bare-upload.main.js'), { BLOB_DIR: dir }, { cwd: root }),
+      startNode(join(__dirname, '..', 'baselines', 'bare-upload.main.js'), { BLOB_DIR: dir }, { cwd: root, nodeArgs: (process.env.UPLOADS_BARE_ARGS ?? '').split(' ').filter(Boolean) }),
     ]);
     processes.push(api, bare);
     const pattern = randomBytes(1024 * 1024);
@@ -85,6 +87,8 @@ async function main(): Promise<void> {
         const sampler = setInterval(() => (peak = Math.max(peak, rssBytes(app.pid))), 20);
         const lines0 = app.stderr.length;
         const cpu0 = cpuMs(app.pid);
+        const threads0 = threadCpu(app.pid);
+        const io0 = syscalls(app.pid);
         const t0 = performance.now();
         await Promise.all(Array.from({ length: count }, () => upload(side)));
         const s = (performance.now() - t0) / 1000;
@@ -99,7 +103,10 @@ async function main(): Promise<void> {
         rounds.add(`${side}.rssGrowthMB`, (peak - before) / 1024 ** 2);
         if (apiArgs.includes('--trace-gc') && side === 'api') console.log(`round ${round} api: ${gcSummary(app.stderr.slice(lines0))}`);
         if (process.env.UPLOADS_GC_LINES && side === 'api') console.log(app.stderr.slice(lines0).join('\n'));
-        console.log(`round ${round} ${side}: ${(mb / s).toFixed(0)} MB/s, ${((cpuMs(app.pid) - cpu0) / mb).toFixed(2)} ms CPU/MB, RSS +${((peak - before) / 1024 ** 2).toFixed(1)} MB (before ${(before / 1024 ** 2).toFixed(0)} MB${side === 'api' ? `, heap after a full collection ${(heap / 1024 ** 2).toFixed(1)} MB` : ''})`);
+        const threads1 = threadCpu(app.pid);
+        const io1 = syscalls(app.pid);
+        const byThread = [...threads1].map(([comm, ms]) => `${comm} ${((ms - (threads0.get(comm) ?? 0)) / mb).toFixed(2)}`).join(', ');
+        console.log(`round ${round} ${side}: ${(mb / s).toFixed(0)} MB/s, ${((cpuMs(app.pid) - cpu0) / mb).toFixed(2)} ms CPU/MB (by thread: ${byThread}; reads ${((io1.r - io0.r) / mb).toFixed(0)}/MB, writes ${((io1.w - io0.w) / mb).toFixed(0)}/MB), RSS +${((peak - before) / 1024 ** 2).toFixed(1)} MB (before ${(before / 1024 ** 2).toFixed(0)} MB${side === 'api' ? `, heap after a full collection ${(heap / 1024 ** 2).toFixed(1)} MB` : ''})`);
       }
       if (round > 0) rounds.add('ratio', rounds.get('api.MBps').values.at(-1)! / rounds.get('bare.MBps').values.at(-1)!);
     }
@@ -114,6 +121,28 @@ async function main(): Promise<void> {
   } finally {
     await stop();
   }
+}
+
+/** CPU ms used so far by each kind of thread of a process, by name (node-MainThread, libuv-worker, node-V8Worker, the hashing thread's WorkerThread…), from /proc. */
+function threadCpu(pid: number): Map<string, number> {
+  const by = new Map<string, number>();
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+      const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      by.set(comm, (by.get(comm) ?? 0) + (Number(fields[11]) + Number(fields[12])) * 10);
+    } catch {
+      // the thread ended meanwhile
+    }
+  }
+  return by;
+}
+
+/** Read and write system calls a process has made so far (/proc/<pid>/io: syscr, syscw). */
+function syscalls(pid: number): { r: number; w: number } {
+  const io = readFileSync(`/proc/${pid}/io`, 'utf8');
+  return { r: Number(/^syscr: (\d+)/m.exec(io)?.[1]), w: Number(/^syscw: (\d+)/m.exec(io)?.[1]) };
 }
 
 /** --trace-gc's lines summed by kind and reason: count and pause ms (e.g. `Scavenge (allocation failure) 120 × 0.8 ms`). */
