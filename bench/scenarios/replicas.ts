@@ -35,8 +35,13 @@ interface Leg {
 
 const RUNS = 'nest_offload_job_run_seconds_count';
 const CACHED_INPUT = { n: 26 };
-/** bench-sum over this many terms runs for seconds, reporting progress every 100 ms: long enough to watch and to cancel. */
-const SSE_TERMS = 200_000_000;
+/**
+ * bench-sum over this many terms runs for about a second or more (1.3 s on an idle core here),
+ * reporting progress every 100 ms: long enough for a stream opened after the submission to see it
+ * run. why not fewer: 200 million terms took 0.26 s, and a CI run's stream saw only `completed`.
+ */
+const SSE_TERMS = 1_000_000_000;
+/** Long enough to cancel while it runs. */
 const CANCEL_TERMS = 20_000_000_000;
 
 /**
