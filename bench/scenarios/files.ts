@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Queue } from 'bullmq';
@@ -17,7 +16,7 @@ import type { ScenarioReport } from '../report/report.types';
 import { benchJobs } from '../support/bench-jobs';
 import { imageJob } from '../support/options';
 import { censusDelta, fieldsDelta, keyCensus, memoryUsage, readMemory } from '../support/redis-memory';
-import { childrenOf, hostCpu, hostCpuShares } from '../support/host-cpu';
+import { childrenOf, hostCpu, hostCpuShares, threadCpu } from '../support/host-cpu';
 import { cpuMs, poolSaturated, redisServerPid, rssBytes, startNode } from '../support/stack';
 import { schedCounters } from '../tuning/sched-counters';
 import { Rounds } from '../support/stats';
@@ -71,26 +70,6 @@ function distinct(image: Buffer, tag: string): Buffer {
   segment.writeUInt16BE(0xfffe, 0);
   segment.writeUInt16BE(text.length + 2, 2);
   return Buffer.concat([image.subarray(0, 2), segment, text, image.subarray(2)]);
-}
-
-/**
- * CPU ms of a process's threads by scheduling policy or by name (/proc/<pid>/task/<tid>/stat: utime
- * + stime, and policy; the name in parentheses: node-MainThread, libuv-worker, node-V8Worker…).
- */
-function threadCpu(pid: number, by: 'policy' | 'name'): Record<string, number> {
-  const names = ['other', 'fifo', 'rr', 'batch', 'iso', 'idle'];
-  const cpu: Record<string, number> = {};
-  for (const tid of readdirSync(`/proc/${pid}/task`)) {
-    try {
-      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      const key = by === 'name' ? stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')) : (names[Number(fields[38])] ?? fields[38]);
-      cpu[key] = (cpu[key] ?? 0) + (Number(fields[11]) + Number(fields[12])) * 10;
-    } catch {
-      // why skip: the thread ended between listing and reading.
-    }
-  }
-  return cpu;
 }
 
 /**

@@ -23,6 +23,28 @@ export function hostCpu(): HostCpu {
   return snapshot;
 }
 
+/**
+ * CPU ms a process's threads have used so far, summed by scheduling policy or by thread name
+ * (/proc/<pid>/task/<tid>/stat: utime + stime, and policy; the name in parentheses:
+ * node-MainThread, libuv-worker, node-V8Worker, WorkerThread…).
+ */
+export function threadCpu(pid: number, by: 'policy' | 'name'): Record<string, number> {
+  const policies = ['other', 'fifo', 'rr', 'batch', 'iso', 'idle'];
+  const cpu: Record<string, number> = {};
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+      const close = stat.lastIndexOf(')');
+      const fields = stat.slice(close + 2).split(' ');
+      const key = by === 'name' ? stat.slice(stat.indexOf('(') + 1, close) : (policies[Number(fields[38])] ?? fields[38]);
+      cpu[key] = (cpu[key] ?? 0) + (Number(fields[11]) + Number(fields[12])) * MS_PER_TICK;
+    } catch {
+      // why skip: the thread ended between listing and reading.
+    }
+  }
+  return cpu;
+}
+
 /** The processes `parent` started (its children), from a snapshot. */
 export function childrenOf(snapshot: HostCpu, parent: number): number[] {
   return [...snapshot].filter(([, p]) => p.ppid === parent).map(([pid]) => pid);

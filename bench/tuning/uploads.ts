@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -8,6 +8,7 @@ import { BENCH_KEY_ENV, keyHeader } from '../load/api-key';
 import { generated, multipart, sendStream } from '../load/uploads';
 import { sleep } from '../scenarios/context';
 import { benchJobs } from '../support/bench-jobs';
+import { threadCpu } from '../support/host-cpu';
 import { cpuMs, rssBytes, startNode, startRedis, startTemplateApp } from '../support/stack';
 import { Rounds } from '../support/stats';
 
@@ -87,7 +88,7 @@ async function main(): Promise<void> {
         const sampler = setInterval(() => (peak = Math.max(peak, rssBytes(app.pid))), 20);
         const lines0 = app.stderr.length;
         const cpu0 = cpuMs(app.pid);
-        const threads0 = threadCpu(app.pid);
+        const threads0 = threadCpu(app.pid, 'name');
         const io0 = syscalls(app.pid);
         const t0 = performance.now();
         await Promise.all(Array.from({ length: count }, () => upload(side)));
@@ -103,9 +104,9 @@ async function main(): Promise<void> {
         rounds.add(`${side}.rssGrowthMB`, (peak - before) / 1024 ** 2);
         if (apiArgs.includes('--trace-gc') && side === 'api') console.log(`round ${round} api: ${gcSummary(app.stderr.slice(lines0))}`);
         if (process.env.UPLOADS_GC_LINES && side === 'api') console.log(app.stderr.slice(lines0).join('\n'));
-        const threads1 = threadCpu(app.pid);
+        const threads1 = threadCpu(app.pid, 'name');
         const io1 = syscalls(app.pid);
-        const byThread = [...threads1].map(([comm, ms]) => `${comm} ${((ms - (threads0.get(comm) ?? 0)) / mb).toFixed(2)}`).join(', ');
+        const byThread = Object.entries(threads1).map(([name, ms]) => `${name} ${((ms - (threads0[name] ?? 0)) / mb).toFixed(2)}`).join(', ');
         console.log(`round ${round} ${side}: ${(mb / s).toFixed(0)} MB/s, ${((cpuMs(app.pid) - cpu0) / mb).toFixed(2)} ms CPU/MB (by thread: ${byThread}; reads ${((io1.r - io0.r) / mb).toFixed(0)}/MB, writes ${((io1.w - io0.w) / mb).toFixed(0)}/MB), RSS +${((peak - before) / 1024 ** 2).toFixed(1)} MB (before ${(before / 1024 ** 2).toFixed(0)} MB${side === 'api' ? `, heap after a full collection ${(heap / 1024 ** 2).toFixed(1)} MB` : ''})`);
       }
       if (round > 0) rounds.add('ratio', rounds.get('api.MBps').values.at(-1)! / rounds.get('bare.MBps').values.at(-1)!);
@@ -123,21 +124,6 @@ async function main(): Promise<void> {
   }
 }
 
-/** CPU ms used so far by each kind of thread of a process, by name (node-MainThread, libuv-worker, node-V8Worker, the hashing thread's WorkerThread…), from /proc. */
-function threadCpu(pid: number): Map<string, number> {
-  const by = new Map<string, number>();
-  for (const tid of readdirSync(`/proc/${pid}/task`)) {
-    try {
-      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
-      const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      by.set(comm, (by.get(comm) ?? 0) + (Number(fields[11]) + Number(fields[12])) * 10);
-    } catch {
-      // the thread ended meanwhile
-    }
-  }
-  return by;
-}
 
 /** Read and write system calls a process has made so far (/proc/<pid>/io: syscr, syscw). */
 function syscalls(pid: number): { r: number; w: number } {
