@@ -3,6 +3,7 @@ import { type BlobStore, type FileRef, stagingKeyOf } from '@app/blobs';
 import { type FileInput, type JobDefinition, sniff, SNIFF_BYTES } from '@app/jobs';
 import { ApiError } from '../http/api-error';
 import type { Sha256Thread, ThreadSha256 } from './sha256-thread';
+import { uploaded } from './young-collection';
 
 // why close the connection on a refusal: the client may still be sending a large body; reading it
 // all only to drop it costs the bandwidth the limit was there to save.
@@ -52,6 +53,7 @@ export class FileMeter extends Transform {
       return;
     }
     this.hash.update(chunk);
+    uploaded(chunk.length);
     // why wait when the thread is behind: its batches would pile up in memory, a file's worth.
     if (!this.hash.backlogged) done(null, chunk);
     else this.hash.drained().then(() => done(null, chunk), (error: Error) => done(error));
