@@ -26,8 +26,8 @@ export function* generated(bytes: number, pattern: Buffer): Generator<Buffer> {
 }
 
 /** Streams `chunks` as a request body (with Content-Length, minding backpressure) on a connection of its own; the answer. */
-export async function sendStream(url: URL, headers: Record<string, string | number>, chunks: Iterable<Buffer>, timeoutMs: number): Promise<{ status: number; text: string }> {
-  const req = request({ host: url.hostname, port: url.port, path: url.pathname, method: 'POST', headers, agent: false, timeout: timeoutMs });
+export async function sendStream(url: URL, headers: Record<string, string | number>, chunks: Iterable<Buffer>, timeoutMs: number, method = 'POST'): Promise<{ status: number; text: string }> {
+  const req = request({ host: url.hostname, port: url.port, path: url.pathname, method, headers, agent: false, timeout: timeoutMs });
   const answer = new Promise<{ status: number; text: string }>((resolve, reject) => {
     req.on('response', (res) => {
       const parts: Buffer[] = [];
@@ -35,7 +35,7 @@ export async function sendStream(url: URL, headers: Record<string, string | numb
       res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(parts).toString() }));
       res.on('error', reject);
     });
-    req.on('timeout', () => req.destroy(new Error(`POST ${url.pathname}: timed out`)));
+    req.on('timeout', () => req.destroy(new Error(`${method} ${url.pathname}: timed out`)));
     req.on('error', reject);
   });
   try {

@@ -413,7 +413,9 @@ export class FilesScenario implements Scenario<ScenarioReport> {
     const o = this.ctx.opts.files;
     const { api, worker } = this.ctx.servers;
     const get = { url: `${api.url}/v1/jobs/${this.doneJobId}`, connections: o.connections };
+    const quiet = this.watchFrom(0);
     const idle = await blast({ ...get, durationS: o.idleS });
+    this.watched('idle', quiet, idle.ok, 0);
     let feeding = true;
     let fed = 0;
     const feeders = Array.from({ length: o.feeders }, async () => {
@@ -424,9 +426,9 @@ export class FilesScenario implements Scenario<ScenarioReport> {
     });
     try {
       await poolSaturated(worker, Math.min(this.ctx.opts.threads, o.feeders), 30_000);
-      const watch = { at: performance.now(), host: hostCpu(), api: schedCounters(api.pid), apiThreads: threadCpu(api.pid, 'name'), worker: threadCpu(worker.pid, 'policy'), fed };
+      const watch = this.watchFrom(fed);
       const busy = await blast({ ...get, durationS: o.busyS });
-      this.watched(watch, busy.ok, fed);
+      this.watched('busy', watch, busy.ok, fed);
       this.rounds.add('getIdle', idle.rps);
       this.rounds.add('getBusy', busy.rps);
       this.rounds.add('isolation', busy.rps / idle.rps);
@@ -438,17 +440,20 @@ export class FilesScenario implements Scenario<ScenarioReport> {
     this.rounds.add('fedThumbs', fed);
   }
 
+  /** The counters `watched` reads a leg's use from, as they are now. */
+  private watchFrom(fed: number) {
+    const { api, worker } = this.ctx.servers;
+    return { at: performance.now(), host: hostCpu(), api: schedCounters(api.pid), apiThreads: threadCpu(api.pid, 'name'), worker: threadCpu(worker.pid, 'policy'), fed };
+  }
+
   /**
-   * What the busy GET leg shared the host with, to find what takes a round down: the API's CPU and
+   * What a GET leg shared the host with, to find what takes a round down: the API's CPU and
    * run-queue wait per GET, its CPU per thumbnail fed (each one an upload and a download through it),
    * the cores each process used, the API's by thread (its loop, the hashing thread, libuv's, V8's), and the worker's by
-   * scheduling policy (libvips's threads on SCHED_IDLE or not).
+   * scheduling policy (libvips's threads on SCHED_IDLE or not). Logged for both legs, kept in the
+   * rounds for the busy one.
    */
-  private watched(
-    from: { at: number; host: ReturnType<typeof hostCpu>; api: ReturnType<typeof schedCounters>; apiThreads: Record<string, number>; worker: Record<string, number>; fed: number },
-    gets: number,
-    fed: number,
-  ): void {
+  private watched(leg: 'idle' | 'busy', from: ReturnType<FilesScenario['watchFrom']>, gets: number, fed: number): void {
     const { api, worker } = this.ctx.servers;
     const wallMs = performance.now() - from.at;
     const host = hostCpu();
@@ -465,10 +470,12 @@ export class FilesScenario implements Scenario<ScenarioReport> {
     });
     const fedNow = fed - from.fed;
     const apiCpu = apiNow.cpuMs - from.api.cpuMs;
-    this.rounds.add('isoApiCpuPerGetUs', (apiCpu / Math.max(1, gets)) * 1000);
-    this.rounds.add('isoApiWaitPerGetUs', ((apiNow.waitMs - from.api.waitMs) / Math.max(1, gets)) * 1000);
-    for (const [label, cores] of Object.entries(byLabel)) this.rounds.add(`isoCores.${label}`, cores);
-    this.rounds.add('isoCores.others', others);
+    if (leg === 'busy') {
+      this.rounds.add('isoApiCpuPerGetUs', (apiCpu / Math.max(1, gets)) * 1000);
+      this.rounds.add('isoApiWaitPerGetUs', ((apiNow.waitMs - from.api.waitMs) / Math.max(1, gets)) * 1000);
+      for (const [label, cores] of Object.entries(byLabel)) this.rounds.add(`isoCores.${label}`, cores);
+      this.rounds.add('isoCores.others', others);
+    }
     const cores = (now: Record<string, number>, then: Record<string, number>) =>
       Object.keys(now)
         .map((key) => [key, (now[key] - (then[key] ?? 0)) / wallMs] as const)
@@ -478,7 +485,7 @@ export class FilesScenario implements Scenario<ScenarioReport> {
     const policies = cores(workerNow, from.worker);
     const c = (n: number) => n.toFixed(2);
     this.ctx.progress.log(
-      `  ${this.name}, GET busy: ${gets} GETs, ${fedNow} thumbnails fed; API ${c(apiCpu / wallMs)} cores (${((apiCpu / Math.max(1, gets)) * 1000).toFixed(0)} µs per GET all told), ` +
+      `  ${this.name}, GET ${leg}: ${gets} GETs, ${fedNow} thumbnails fed; API ${c(apiCpu / wallMs)} cores (${((apiCpu / Math.max(1, gets)) * 1000).toFixed(0)} µs per GET all told), ` +
         `${(((apiNow.waitMs - from.api.waitMs) / Math.max(1, gets)) * 1000).toFixed(0)} µs run-queue wait per GET; cores used: API ${c(byLabel.api)} (by thread: ${cores(apiThreadsNow, from.apiThreads)}), worker ${c(byLabel.worker)} (by policy: ${policies}), ` +
         `Redis ${c(byLabel.redis)}, bench ${c(byLabel.bench)}, the run's other processes ${c(byLabel.run)}, other processes on the host ${c(others)} (${topOthers.join(', ') || 'none'})`,
     );

@@ -21,6 +21,7 @@ import { Rounds } from '../support/stats';
  * peak − before (after a full collection). No worker: the API's jobs wait, as their run is not the
  * measure. For trying a change to the upload path, or node flags for the API (a profile):
  *   UPLOADS_COUNT (8), UPLOADS_MB (50), UPLOADS_ROUNDS (4), UPLOADS_API_ARGS ("--cpu-prof --cpu-prof-dir=/tmp/prof"), UPLOADS_BARE_ARGS (the same for the bare route),
+ *   UPLOADS_ROUTE (`multipart`; `put`: each file through POST /v1/uploads and its PUT, a raw body as the bare route's, then a submission naming it),
  *   UPLOADS_API_ENV ("A=1,B=2"), UPLOADS_DIST (the build, ./dist); with --trace-gc in UPLOADS_API_ARGS each
  *   round prints the API's collections by kind, and UPLOADS_GC_LINES=1 their lines
  *
@@ -66,6 +67,17 @@ async function main(): Promise<void> {
       if (side === 'bare') {
         const reply = await sendStream(new URL('/upload', bare.url), { 'content-type': 'application/octet-stream', 'content-length': bytes }, generated(bytes, pattern), 300_000);
         if (reply.status !== 201) throw new Error(`bare upload: HTTP ${reply.status}, ${reply.text.slice(0, 300)}`);
+        return;
+      }
+      if (process.env.UPLOADS_ROUTE === 'put') {
+        const made = await fetch(new URL('/v1/uploads', api.url), { method: 'POST', headers: { ...keyHeader(api.url), 'content-type': 'application/json' }, body: JSON.stringify({ type: benchJobs.file.name, file: 'file', bytes }) });
+        if (made.status !== 201) throw new Error(`POST /v1/uploads: HTTP ${made.status}, ${await made.text()}`);
+        const { id, url: target } = (await made.json()) as { id: string; url: string };
+        const put = new URL(target, api.url);
+        const sent = await sendStream(put, { ...keyHeader(put.href), 'content-type': 'application/octet-stream', 'content-length': bytes }, generated(bytes, pattern), 300_000, 'PUT');
+        if (sent.status !== 204) throw new Error(`PUT upload: HTTP ${sent.status}, ${sent.text.slice(0, 300)}`);
+        const job = await fetch(new URL(`/v1/jobs/${benchJobs.file.name}`, api.url), { method: 'POST', headers: keyHeader(api.url), body: (() => { const f = new FormData(); f.set('input', JSON.stringify({ label: 'bench' })); f.set('file', id); return f; })() });
+        if (job.status !== 202 && job.status !== 200) throw new Error(`submit: HTTP ${job.status}, ${await job.text()}`);
         return;
       }
       const form = multipart({ label: 'bench' }, 'file', 'upload.zip', 'application/zip');
