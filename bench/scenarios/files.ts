@@ -333,11 +333,18 @@ export class FilesScenario implements Scenario<ScenarioReport> {
   private async uploads(side: 'template' | 'bare', count: number, bytes: number): Promise<number> {
     const pid = side === 'template' ? this.ctx.servers.api.pid : this.bare!.pid;
     const cpu0 = cpuMs(pid);
+    const threads0 = threadCpu(pid, 'name');
     const t0 = performance.now();
     const ids = await Promise.all(Array.from({ length: count }, () => this.upload(side, bytes)));
-    const mbps = (count * bytes) / 1024 ** 2 / ((performance.now() - t0) / 1000);
-    // Where the difference goes: the receiving process's CPU per MB (the API's includes multipart parsing and SHA-256).
-    this.rounds.add(`uploadCpuMsPerMB.${side}`, (cpuMs(pid) - cpu0) / ((count * bytes) / 1024 ** 2));
+    const mb = (count * bytes) / 1024 ** 2;
+    const mbps = mb / ((performance.now() - t0) / 1000);
+    // Where the difference goes: the receiving process's CPU per MB (the API's includes multipart parsing and SHA-256), and by thread.
+    this.rounds.add(`uploadCpuMsPerMB.${side}`, (cpuMs(pid) - cpu0) / mb);
+    const threads = Object.entries(threadCpu(pid, 'name'))
+      .map(([name, ms]) => [name, (ms - (threads0[name] ?? 0)) / mb] as const)
+      .filter(([, perMB]) => perMB >= 0.005)
+      .map(([name, perMB]) => `${name} ${perMB.toFixed(2)}`);
+    this.ctx.progress.log(`  ${this.name}, uploads, ${side}: ${mbps.toFixed(0)} MB/s, ${((cpuMs(pid) - cpu0) / mb).toFixed(2)} ms of CPU per MB (by thread: ${threads.join(', ')})`);
     if (side === 'template') await this.settled(ids.filter((id): id is string => id !== undefined));
     await this.dropLargeObjects();
     return mbps;
