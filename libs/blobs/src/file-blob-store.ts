@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import { createReadStream, createWriteStream, type Stats } from 'node:fs';
+import { createReadStream, type Stats } from 'node:fs';
 import { access, constants, mkdir, opendir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { dirname, join, relative, sep } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { type BlobInfo, type BlobRead, type BlobStore, BlobStoreError, checkKey, type WriteOptions } from './blob-store';
+import { FileSink } from './file-sink';
 
 /** Where writes in progress are, beside the objects (one file system, so the final rename is atomic). */
 const PARTIAL = '.partial';
@@ -31,7 +32,7 @@ export class FileBlobStore implements BlobStore {
     try {
       await mkdir(dirname(partial), { recursive: true });
       if (body instanceof Uint8Array) await writeFile(partial, body, { signal: options.signal });
-      else await pipeline(body, createWriteStream(partial), { signal: options.signal });
+      else await pipeline(body, new FileSink(partial), { signal: options.signal });
       await mkdir(dirname(path), { recursive: true });
       await rename(partial, path);
       return infoOf(await stat(path));
