@@ -11,6 +11,13 @@ import { FileSink } from './file-sink';
 /** Where writes in progress are, beside the objects (one file system, so the final rename is atomic). */
 const PARTIAL = '.partial';
 
+/**
+ * Bytes a read of an object takes at once. why not fs's 64 KB: each read is a task for a libuv thread
+ * and back, as each write is (see FileSink): 0.57–0.73 ms of CPU a MB read in 64 KB against 0.16–0.55
+ * in 512 KB (in process, 200 MB).
+ */
+const READ_BYTES = 512 * 1024;
+
 const infoOf = (s: Stats): BlobInfo => ({ bytes: s.size, etag: `"${s.size.toString(16)}-${Math.trunc(s.mtimeMs).toString(16)}"` });
 const missing = (error: unknown) => (error as NodeJS.ErrnoException)?.code === 'ENOENT';
 
@@ -47,9 +54,9 @@ export class FileBlobStore implements BlobStore {
     const path = this.path(key);
     try {
       const info = infoOf(await stat(path));
-      if (!range) return { ...info, body: createReadStream(path) };
+      if (!range) return { ...info, body: createReadStream(path, { highWaterMark: READ_BYTES }) };
       const end = Math.min(range.end ?? info.bytes - 1, info.bytes - 1);
-      return { ...info, body: createReadStream(path, { start: range.start, end }), range: { start: range.start, end } };
+      return { ...info, body: createReadStream(path, { start: range.start, end, highWaterMark: READ_BYTES }), range: { start: range.start, end } };
     } catch (error) {
       if (missing(error)) return undefined;
       throw this.failed('read', error);
