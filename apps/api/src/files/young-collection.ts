@@ -27,12 +27,15 @@ export function uploaded(bytes: number): void {
 
 /**
  * V8's `gc`, without a flag on the command line nor a `gc` global: --expose-gc holds for the one
- * context made while it is set.
+ * context made while it is set. why a fallback: Node warns that a flag set after start-up may do
+ * nothing; a Node where this no longer works uploads as before, with V8's own collections, rather
+ * than failing.
  */
 function collector(): (options: { type: 'minor' }) => void {
   setFlagsFromString('--expose-gc');
   try {
-    return runInNewContext('gc') as (options: { type: 'minor' }) => void;
+    const gc = runInNewContext('typeof gc === "function" ? gc : undefined') as ((options: { type: 'minor' }) => void) | undefined;
+    return gc ?? (() => undefined);
   } finally {
     if (!process.execArgv.includes('--expose-gc')) setFlagsFromString('--no-expose-gc');
   }
