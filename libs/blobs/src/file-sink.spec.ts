@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
@@ -9,6 +9,17 @@ import { FileSink, SINK_BATCH_BYTES } from './file-sink';
 describe('FileSink', () => {
   const dir = mkdtempSync(join(tmpdir(), 'file-sink-'));
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  /** The files this process holds open (Linux: /proc/self/fd). */
+  function openFiles(): string[] {
+    return readdirSync('/proc/self/fd').flatMap((fd) => {
+      try {
+        return [readlinkSync(`/proc/self/fd/${fd}`)];
+      } catch {
+        return []; // closed meanwhile
+      }
+    });
+  }
 
   /** `bytes` cut into chunks of the given sizes, over and over. */
   function chunked(bytes: Buffer, sizes: number[]): Buffer[] {
@@ -48,9 +59,27 @@ describe('FileSink', () => {
       })(),
     );
     await expect(pipeline(failing, new FileSink(path))).rejects.toThrow('the client went away');
+    expect(openFiles()).not.toContain(path);
     const after = randomBytes(SINK_BATCH_BYTES - 5);
     await pipeline(Readable.from([after]), new FileSink(join(dir, 'after')));
     expect(readFileSync(join(dir, 'after')).equals(after)).toBe(true);
+  });
+
+  it('closes its file when destroyed while a write is under way; later files get their own bytes only', async () => {
+    const sink = new FileSink(join(dir, 'destroyed'));
+    const closed = new Promise((resolve) => sink.on('close', resolve));
+    sink.on('error', () => undefined);
+    // One byte first: its callback says the file is open.
+    await new Promise((resolve) => sink.write(Buffer.alloc(1, 7), resolve));
+    sink.write(Buffer.alloc(SINK_BATCH_BYTES - 1, 7)); // the batch is full: its write starts now
+    sink.destroy(new Error('the client went away'));
+    await closed;
+    expect(sink.errored?.message).toBe('the client went away');
+    expect(openFiles()).not.toContain(join(dir, 'destroyed'));
+    // Later files, written while that batch's write may still be running, get their own bytes only.
+    const later = [randomBytes(SINK_BATCH_BYTES - 1), randomBytes(SINK_BATCH_BYTES + 1)];
+    await Promise.all(later.map((bytes, i) => pipeline(Readable.from([bytes]), new FileSink(join(dir, `later-${i}`)))));
+    later.forEach((bytes, i) => expect(readFileSync(join(dir, `later-${i}`)).equals(bytes)).toBe(true));
   });
 
   it('fails when its file cannot be made', async () => {
