@@ -14,6 +14,19 @@ export function multipart(input: unknown, part: string, filename: string, conten
   return { contentType: `multipart/form-data; boundary=${boundary}`, head, tail: Buffer.from(`\r\n--${boundary}--\r\n`) };
 }
 
+/**
+ * `image` (a JPEG) made distinct by a comment segment (COM) after its start marker: a new SHA-256
+ * (a new content key, so no cache hit and no single flight) and the same pixels, so every job is the
+ * same work. Its first bytes stay a JPEG's (FF D8 FF). As chunks to send, the image not copied.
+ */
+export function distinct(image: Buffer, tag: string): Buffer[] {
+  const text = Buffer.from(tag, 'latin1');
+  const segment = Buffer.alloc(4);
+  segment.writeUInt16BE(0xfffe, 0);
+  segment.writeUInt16BE(text.length + 2, 2);
+  return [image.subarray(0, 2), segment, text, image.subarray(2)];
+}
+
 /** A generated upload of `bytes`: a ZIP's first bytes and a nonce (a distinct file), then a shared 1 MiB of random bytes over and over. */
 export function* generated(bytes: number, pattern: Buffer): Generator<Buffer> {
   const first = Buffer.concat([ZIP_MAGIC, randomBytes(60)]).subarray(0, Math.min(64, bytes));

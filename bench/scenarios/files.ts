@@ -10,7 +10,8 @@ import { bullKey } from '../../libs/queue/src/queue.keys';
 import type { AppProcess } from '../../test/support/apps';
 import { keyHeader } from '../load/api-key';
 import { blast } from '../load/blast';
-import { generated, multipart, sendStream } from '../load/uploads';
+import { ThumbnailFeeders } from '../load/thumbnail-feeders';
+import { distinct, generated, multipart, sendStream } from '../load/uploads';
 import { closedLoop, HttpClient } from '../load/http-client';
 import type { ScenarioReport } from '../report/report.types';
 import { benchJobs } from '../support/bench-jobs';
@@ -60,19 +61,6 @@ async function jpegOfAbout(bytes: number): Promise<{ data: Buffer; width: number
 }
 
 /**
- * `image` made distinct by a comment segment (COM) after its start marker: a new SHA-256 (a new
- * content key, so no cache hit and no single flight) and the same pixels, so every job is the same
- * work. Its first bytes stay a JPEG's (FF D8 FF).
- */
-function distinct(image: Buffer, tag: string): Buffer {
-  const text = Buffer.from(tag, 'latin1');
-  const segment = Buffer.alloc(4);
-  segment.writeUInt16BE(0xfffe, 0);
-  segment.writeUInt16BE(text.length + 2, 2);
-  return Buffer.concat([image.subarray(0, 2), segment, text, image.subarray(2)]);
-}
-
-/**
  * 12. Files, the claim-check pattern against the usual first attempt, side by side:
  * - Redis bytes per finished `thumbnail` job (input + result, kept, and its cached result), for a
  *   small and a large image (used_memory deltas less the events stream, as in `cost`, and a census
@@ -85,7 +73,7 @@ function distinct(image: Buffer, tag: string): Buffer {
  * - thumbnails/s of the large image (each client gets its thumbnail: the template's is downloaded
  *   from its URL) against the peer, whose Nest worker decodes the base64 and runs sharp itself;
  * - the API's GET /v1/jobs/{id} while large-image thumbnails are fed ÷ idle (the `isolation` measure).
- * Every image is made distinct per job (distinct()), so no job is a cache hit or joins another.
+ * Every image is made distinct per job (load/uploads.ts's distinct()), so no job is a cache hit or joins another.
  */
 export class FilesScenario implements Scenario<ScenarioReport> {
   readonly name = 'files';
@@ -167,7 +155,7 @@ export class FilesScenario implements Scenario<ScenarioReport> {
 
   /** One thumbnail through the template: the image uploaded (multipart), the job awaited, the thumbnail downloaded. */
   private async thumbTemplate(size: 'small' | 'large'): Promise<View> {
-    const image = distinct(this.images![size].data, `bench ${++this.serial}`);
+    const image = Buffer.concat(distinct(this.images![size].data, `bench ${++this.serial}`));
     const form = multipart(THUMB, Object.keys(this.image.files)[0], 'image.jpg', 'image/jpeg');
     const url = new URL(`/v1/jobs/${this.image.name}`, this.ctx.servers.api.url);
     const headers = { ...keyHeader(url.href), 'content-type': form.contentType, 'content-length': form.head.length + image.length + form.tail.length, prefer: 'wait=60' };
@@ -181,7 +169,7 @@ export class FilesScenario implements Scenario<ScenarioReport> {
 
   /** One thumbnail through the peer: the image base64 in the JSON body, the thumbnail base64 in the answer. */
   private async thumbPeer(size: 'small' | 'large'): Promise<void> {
-    const image = distinct(this.images![size].data, `bench ${++this.serial}`).toString('base64');
+    const image = Buffer.concat(distinct(this.images![size].data, `bench ${++this.serial}`)).toString('base64');
     const reply = await this.peer!.json<{ id: string; status: string; result?: { thumbnail?: string } }>('POST', '/v1/jobs/thumbnail-base64', {
       json: { image, ...THUMB },
       headers: { prefer: 'wait=60' },
@@ -415,7 +403,10 @@ export class FilesScenario implements Scenario<ScenarioReport> {
     this.rounds.add('rssGrowth', peak - before);
   }
 
-  /** GET /v1/jobs/{id} req/s idle, then while `feeders` callers keep large-image thumbnails running (the pool saturated). */
+  /**
+   * GET /v1/jobs/{id} req/s idle, then while `feeders` callers keep large-image thumbnails running
+   * through the same API (the pool saturated), the callers on a thread of their own (ThumbnailFeeders).
+   */
   private async isolation(): Promise<void> {
     const o = this.ctx.opts.files;
     const { api, worker } = this.ctx.servers;
@@ -423,28 +414,29 @@ export class FilesScenario implements Scenario<ScenarioReport> {
     const quiet = this.watchFrom(0);
     const idle = await blast({ ...get, durationS: o.idleS });
     this.watched('idle', quiet, idle.ok, 0);
-    let feeding = true;
-    let fed = 0;
-    const feeders = Array.from({ length: o.feeders }, async () => {
-      while (feeding) {
-        await this.thumbTemplate('large');
-        fed++;
-      }
+    const submit = new URL(`/v1/jobs/${this.image.name}`, api.url).href;
+    const feeders = new ThumbnailFeeders({
+      submit,
+      headers: keyHeader(submit),
+      image: this.images!.large.data,
+      part: Object.keys(this.image.files)[0],
+      input: THUMB,
+      callers: o.feeders,
+      tag: `bench feed ${randomBytes(4).toString('hex')}`,
     });
     try {
       await poolSaturated(worker, Math.min(this.ctx.opts.threads, o.feeders), 30_000);
-      const watch = this.watchFrom(fed);
+      const watch = this.watchFrom(feeders.fed);
       const busy = await blast({ ...get, durationS: o.busyS });
-      this.watched('busy', watch, busy.ok, fed);
+      this.watched('busy', watch, busy.ok, feeders.fed);
       this.rounds.add('getIdle', idle.rps);
       this.rounds.add('getBusy', busy.rps);
       this.rounds.add('isolation', busy.rps / idle.rps);
       this.rounds.add('getBusyP99', busy.latency.p99);
     } finally {
-      feeding = false;
-      await Promise.all(feeders);
+      await feeders.stop();
     }
-    this.rounds.add('fedThumbs', fed);
+    this.rounds.add('fedThumbs', feeders.fed);
   }
 
   /** The counters `watched` reads a leg's use from, as they are now. */
