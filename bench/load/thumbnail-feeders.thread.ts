@@ -1,6 +1,6 @@
 import { Agent, request } from 'node:http';
 import { parentPort, workerData } from 'node:worker_threads';
-import { distinct, multipart, sendStream } from './uploads';
+import { distinct, sendMultipart } from './uploads';
 
 /** What the feeding thread is given (see ThumbnailFeeders). */
 export interface FeedOptions {
@@ -36,9 +36,8 @@ const post = (message: FeedMessage) => parentPort!.postMessage(message);
 async function feed(): Promise<void> {
   while (feeding) {
     const chunks = distinct(image, `${o.tag} ${++serial}`);
-    const form = multipart(o.input, o.part, 'image.jpg', 'image/jpeg');
-    const bytes = form.head.length + chunks.reduce((n, c) => n + c.length, 0) + form.tail.length;
-    const reply = await sendStream(new URL(o.submit), { ...o.headers, 'content-type': form.contentType, 'content-length': bytes, prefer: 'wait=60' }, [form.head, ...chunks, form.tail], 120_000);
+    const file = { part: o.part, filename: 'image.jpg', contentType: 'image/jpeg', bytes: chunks.reduce((n, c) => n + c.length, 0), chunks };
+    const reply = await sendMultipart(new URL(o.submit), { ...o.headers, prefer: 'wait=60' }, o.input, file, 120_000);
     const view = JSON.parse(reply.text) as { status?: string; files?: Array<{ url: string }> };
     if (view.status !== 'completed' || !view.files?.[0]) throw new Error(`thumbnail: HTTP ${reply.status}, ${reply.text.slice(0, 300)}`);
     await download(new URL(view.files[0].url, o.submit));

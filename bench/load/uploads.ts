@@ -5,13 +5,33 @@ import { request } from 'node:http';
 const ZIP_MAGIC = Buffer.from([0x50, 0x4b, 0x03, 0x04]);
 
 /** A multipart/form-data body's parts around one file: the `input` part, the file part's header, and the closing boundary. */
-export function multipart(input: unknown, part: string, filename: string, contentType: string) {
+function multipart(input: unknown, part: string, filename: string, contentType: string) {
   const boundary = `----bench${randomBytes(12).toString('hex')}`;
   const head = Buffer.from(
     `--${boundary}\r\ncontent-disposition: form-data; name="input"\r\ncontent-type: application/json\r\n\r\n${JSON.stringify(input)}\r\n` +
       `--${boundary}\r\ncontent-disposition: form-data; name="${part}"; filename="${filename}"\r\ncontent-type: ${contentType}\r\n\r\n`,
   );
   return { contentType: `multipart/form-data; boundary=${boundary}`, head, tail: Buffer.from(`\r\n--${boundary}--\r\n`) };
+}
+
+/** One file to submit: its part's name, its file name and type, its size and its bytes as chunks (read once, as sent). */
+export interface FilePart {
+  part: string;
+  filename: string;
+  contentType: string;
+  bytes: number;
+  chunks: Iterable<Buffer>;
+}
+
+/** A submission of `input` and `file` as multipart/form-data (see multipart), streamed with sendStream; the answer. */
+export function sendMultipart(url: URL, headers: Record<string, string>, input: unknown, file: FilePart, timeoutMs: number): Promise<{ status: number; text: string }> {
+  const form = multipart(input, file.part, file.filename, file.contentType);
+  const body = function* () {
+    yield form.head;
+    yield* file.chunks;
+    yield form.tail;
+  };
+  return sendStream(url, { ...headers, 'content-type': form.contentType, 'content-length': form.head.length + file.bytes + form.tail.length }, body(), timeoutMs);
 }
 
 /**

@@ -11,7 +11,7 @@ import type { AppProcess } from '../../test/support/apps';
 import { keyHeader } from '../load/api-key';
 import { blast } from '../load/blast';
 import { ThumbnailFeeders } from '../load/thumbnail-feeders';
-import { distinct, generated, multipart, sendStream } from '../load/uploads';
+import { distinct, generated, sendMultipart, sendStream } from '../load/uploads';
 import { closedLoop, HttpClient } from '../load/http-client';
 import type { ScenarioReport } from '../report/report.types';
 import { benchJobs } from '../support/bench-jobs';
@@ -155,11 +155,10 @@ export class FilesScenario implements Scenario<ScenarioReport> {
 
   /** One thumbnail through the template: the image uploaded (multipart), the job awaited, the thumbnail downloaded. */
   private async thumbTemplate(size: 'small' | 'large'): Promise<View> {
-    const image = Buffer.concat(distinct(this.images![size].data, `bench ${++this.serial}`));
-    const form = multipart(THUMB, Object.keys(this.image.files)[0], 'image.jpg', 'image/jpeg');
     const url = new URL(`/v1/jobs/${this.image.name}`, this.ctx.servers.api.url);
-    const headers = { ...keyHeader(url.href), 'content-type': form.contentType, 'content-length': form.head.length + image.length + form.tail.length, prefer: 'wait=60' };
-    const reply = await sendStream(url, headers, [form.head, image, form.tail], 120_000);
+    const chunks = distinct(this.images![size].data, `bench ${++this.serial}`);
+    const part = { part: Object.keys(this.image.files)[0], filename: 'image.jpg', contentType: 'image/jpeg', bytes: chunks.reduce((n, c) => n + c.length, 0), chunks };
+    const reply = await sendMultipart(url, { ...keyHeader(url.href), prefer: 'wait=60' }, THUMB, part, 120_000);
     const view = JSON.parse(reply.text) as View;
     if (view.status !== 'completed' || !view.files?.[0]) throw new Error(`files: thumbnail: HTTP ${reply.status}, ${reply.text.slice(0, 300)}`);
     const file = await this.template!.send('GET', view.files[0].url);
@@ -346,10 +345,9 @@ export class FilesScenario implements Scenario<ScenarioReport> {
       if (reply.status !== 201) throw new Error(`files: bare upload: HTTP ${reply.status}, ${reply.text.slice(0, 300)}`);
       return undefined;
     }
-    const form = multipart({ label: 'bench' }, 'file', 'upload.zip', 'application/zip');
     const url = new URL(`/v1/jobs/${benchJobs.file.name}`, this.ctx.servers.api.url);
-    const headers = { ...keyHeader(url.href), 'content-type': form.contentType, 'content-length': form.head.length + bytes + form.tail.length };
-    const reply = await sendStream(url, headers, [form.head, ...generated(bytes, this.pattern), form.tail], 300_000);
+    const file = { part: 'file', filename: 'upload.zip', contentType: 'application/zip', bytes, chunks: generated(bytes, this.pattern) };
+    const reply = await sendMultipart(url, keyHeader(url.href), { label: 'bench' }, file, 300_000);
     if (reply.status !== 202 && reply.status !== 200) throw new Error(`files: upload: HTTP ${reply.status}, ${reply.text.slice(0, 300)}`);
     return (JSON.parse(reply.text) as View).id;
   }

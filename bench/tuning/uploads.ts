@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { AppProcess } from '../../test/support/apps';
 import { BENCH_KEY_ENV, keyHeader } from '../load/api-key';
-import { generated, multipart, sendStream } from '../load/uploads';
+import { generated, sendMultipart, sendStream } from '../load/uploads';
 import { sleep } from '../scenarios/context';
 import { benchJobs } from '../support/bench-jobs';
 import { threadCpu } from '../support/host-cpu';
@@ -80,10 +80,9 @@ async function main(): Promise<void> {
         if (job.status !== 202 && job.status !== 200) throw new Error(`submit: HTTP ${job.status}, ${await job.text()}`);
         return;
       }
-      const form = multipart({ label: 'bench' }, 'file', 'upload.zip', 'application/zip');
       const url = new URL(`/v1/jobs/${benchJobs.file.name}`, api.url);
-      const headers = { ...keyHeader(url.href), 'content-type': form.contentType, 'content-length': form.head.length + bytes + form.tail.length };
-      const reply = await sendStream(url, headers, [form.head, ...generated(bytes, pattern), form.tail], 300_000);
+      const file = { part: 'file', filename: 'upload.zip', contentType: 'application/zip', bytes, chunks: generated(bytes, pattern) };
+      const reply = await sendMultipart(url, keyHeader(url.href), { label: 'bench' }, file, 300_000);
       if (reply.status !== 202 && reply.status !== 200) throw new Error(`upload: HTTP ${reply.status}, ${reply.text.slice(0, 300)}`);
     };
     const rounds = new Rounds();
