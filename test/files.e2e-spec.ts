@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Queue } from 'bullmq';
@@ -227,6 +228,27 @@ describe('file inputs', () => {
     const bad = await post(stack, 'file-echo', form({ label: 7 }, { file: png() }));
     expect([bad.status, bad.body.code]).toEqual([400, 'INVALID_INPUT']);
     expect(await keysOf(stack.store)).toEqual(before);
+  });
+
+  it('reads a small refused body to its end before it answers, so a client still sending it gets the refusal', async () => {
+    const { hostname, port } = new URL(stacks.file!.api.url);
+    const boundary = 'test-boundary';
+    // The part "other" is refused as soon as its header arrives; the rest of the body comes later.
+    const head = `--${boundary}\r\ncontent-disposition: form-data; name="input"\r\n\r\n{}\r\n--${boundary}\r\ncontent-disposition: form-data; name="other"; filename="o.png"\r\ncontent-type: image/png\r\n\r\n${'x'.repeat(1000)}`;
+    const rest = `${'x'.repeat(1000)}\r\n--${boundary}--\r\n`;
+    const socket = connect(Number(port), hostname);
+    let answer = '';
+    socket.on('data', (chunk: Buffer) => (answer += chunk.toString()));
+    const closed = new Promise((resolve) => socket.on('close', resolve));
+    const headers = [`POST /v1/jobs/file-echo HTTP/1.1`, `host: ${hostname}:${port}`, `authorization: ${ALICE.authorization}`, `content-type: multipart/form-data; boundary=${boundary}`, `content-length: ${head.length + rest.length}`];
+    socket.write(`${headers.join('\r\n')}\r\n\r\n${head}`);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    // Not answered (nor closed) while the client is still sending.
+    expect(answer).toBe('');
+    socket.write(rest);
+    await closed;
+    expect(answer).toMatch(/^HTTP\/1\.1 400 /);
+    expect(answer).toContain('takes no part named \\"other\\"');
   });
 
   ifPresent('uploads').describe.each(['file', 's3'] as const)('uploads, into the %s store', (kind) => {

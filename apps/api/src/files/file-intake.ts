@@ -19,6 +19,9 @@ export interface Intake {
 }
 
 
+/** A refused submission's body is read to its end, not cut off, when it is at most this long. */
+const READ_OUT_BYTES = 1024 * 1024;
+
 /** JSON.parse that refuses what the JSON body parser refuses: keys that would set a prototype. */
 function parseInput(text: string): unknown {
   try {
@@ -136,7 +139,12 @@ export class FileIntake {
       bb.on('finish', resolve);
       abort.signal.addEventListener('abort', () => {
         req.unpipe(bb);
-        resolve();
+        // why read out a small body: its client may still be writing it, and a connection closed
+        // under its writes fails its request (EPIPE) before it reads the refusal. A larger one is cut
+        // off (see refuse); a client that stalls is cut off by the server's request timeout.
+        if (Number(req.headers['content-length']) <= READ_OUT_BYTES && !req.readableEnded && !req.destroyed) {
+          req.once('end', resolve).once('close', resolve).resume();
+        } else resolve();
       });
       req.on('error', fail);
       req.on('aborted', () => fail(refuse('MALFORMED_REQUEST', 'The client went away mid-upload')));
