@@ -21,7 +21,7 @@ import { sleep, waitFor } from './support/wait';
  * past its job's completion), the Worker's
  * events, the deferred failure, BullMQ's updateProgress script that notice.protocol.ts copies, that
  * a completion leaves within the turn its processor returns in (the final notice goes behind it),
- * and what cork.ts asks of ioredis.
+ * and what cork.ts and reply-deadline.ts ask of ioredis.
  * package.json pins bullmq and ioredis exactly because of these; when upgrading either, run this
  * test first (docs/development.md, "Upgrading BullMQ"). Each failure names the assumption that
  * broke and the code that relies on it.
@@ -585,6 +585,32 @@ describe(`BullMQ and ioredis internals this service relies on (bullmq ${BULLMQ},
         socket instanceof Socket && sent.includes('set') && sent.some((name) => name === 'evalsha' || name === 'eval') && writes === 1,
         'ioredis sends every command, a Queue.add script too, through the instance method sendCommand, and writes it to redis.stream, a net.Socket: commands sent in one turn leave in one write once cork.ts corks it',
         `stream is ${socket?.constructor.name}; sent ${sent.join(',')}; ${writes} writes`,
+      );
+    });
+  });
+
+  describe('ioredis, as libs/redis/src/reply-deadline.ts uses it (failUnansweredAfter)', () => {
+    it('keeps the commands awaiting a reply in commandQueue, oldest first, each a command whose reject fails its promise', async () => {
+      const client = new IORedis(url, { maxRetriesPerRequest: null });
+      closers.push(async () => client.disconnect());
+      await client.ping();
+      type Queue = { length: number; peekFront(): { command: { name: string; reject(error: Error): void } } | undefined; toArray(): Array<{ command: { name: string } }> };
+      const queue = () => (client as unknown as { commandQueue: Queue }).commandQueue;
+      // Sent in one turn: none is answered before the look below.
+      const echoed = client.echo('first');
+      const got = client.get(`${prefix}:deadline`);
+      const names = queue().toArray().map((item) => item.command.name);
+      const front = queue().peekFront();
+      front?.command.reject(new Error('Command timed out'));
+      const first = await echoed.then(
+        () => 'answered',
+        (error: Error) => error.message,
+      );
+      await got;
+      assume(
+        names.join(',') === 'echo,get' && first === 'Command timed out',
+        "ioredis keeps a connection's commands awaiting a reply in redis.commandQueue (peekFront, toArray), oldest first, as { command }, and command.reject fails the command's promise; a late reply settles nothing",
+        `queue ${names.join(',')}; the first command ${first}`,
       );
     });
   });

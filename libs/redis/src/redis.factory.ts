@@ -1,6 +1,7 @@
 import { Cluster, type ClusterOptions, Redis, type RedisOptions } from 'ioredis';
 import type { RedisTarget } from '@app/config';
 import { coalesceWrites } from './cork';
+import { failUnansweredAfter } from './reply-deadline';
 import { redisProblem } from './redis-refusal';
 import { tlsOptions } from './redis-tls';
 
@@ -9,8 +10,8 @@ export type RedisClient = Redis | Cluster;
 
 /**
  * How a connection is used decides how it behaves while Redis is away:
- * - `request`: serves an HTTP request. Fails fast (no offline queue, short timeout) so the API can
- *   answer 503 instead of hanging.
+ * - `request`: serves an HTTP request. Fails fast (no offline queue, a command unanswered for 2 s
+ *   fails: reply-deadline.ts) so the API can answer 503 instead of hanging.
  * - `durable`: the worker's job bookkeeping. Waits and retries through an outage, so a finished
  *   job's result is delivered once Redis is back (BullMQ requires maxRetriesPerRequest: null).
  * - `blocking`: waits on Redis rather than sending to it (the worker's cancel subscriber). Never
@@ -44,7 +45,7 @@ const refusals = new WeakMap<RedisClient, string>();
 
 /** Opens an ioredis connection to `target` (a redis:// URL, a Sentinel set or a Cluster) for `role`. */
 export function createRedis(target: RedisTarget, role: RedisRole, name: string): RedisClient {
-  const { enableOfflineQueue, ...perNode } = ROLE_OPTIONS[role];
+  const { enableOfflineQueue, commandTimeout, ...perNode } = ROLE_OPTIONS[role];
   const common: RedisOptions = {
     ...perNode,
     connectionName: name,
@@ -56,7 +57,7 @@ export function createRedis(target: RedisTarget, role: RedisRole, name: string):
   let client: RedisClient;
   if (target.kind === 'cluster') {
     const options: ClusterOptions = {
-      redisOptions: common,
+      redisOptions: { ...common, commandTimeout },
       enableOfflineQueue,
       clusterRetryStrategy: backOff,
       slotsRefreshTimeout: 2000,
@@ -100,6 +101,7 @@ export function createRedis(target: RedisTarget, role: RedisRole, name: string):
   client.on('error', onError).on('ready', () => refusals.delete(client));
   if (client instanceof Cluster) client.on('node error', onError);
   if (role === 'request' || role === 'durable') coalesceWrites(client);
+  if (commandTimeout !== undefined && !(client instanceof Cluster)) failUnansweredAfter(client, commandTimeout);
   return client;
 }
 
