@@ -3,8 +3,8 @@ import IORedis from 'ioredis';
 import { ResultCache } from '@app/cache';
 import { allJobs, canonicalJson, contentKey, type JobDefinition, SILENT_LOG } from '@app/jobs';
 import { METRIC_PREFIX } from '@app/metrics';
-import { bullKey, type JobData, queuePrefix } from '@app/queue';
-import { randomBytes } from 'node:crypto';
+import { bullKey, type JobData, queueKeys, queuePrefix } from '@app/queue';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { AppProcess, startStack, stackEnv } from './support/apps';
 import { present } from './support/capabilities';
 import { getJob, readEvents, request, submit } from './support/http';
@@ -123,19 +123,35 @@ describe('jobs API', () => {
     expect(await executions('fibonacci')).toBe(before);
   });
 
-  it('serves a cached result by id after BullMQ has dropped the job', async () => {
-    const done = await submit(api.url, 'fibonacci', { n: 21 }, { wait: 10 });
+  it('serves a cached result by id after BullMQ has dropped the job, when the job was kept less long than its result', async () => {
+    const redis = new IORedis(env.REDIS_URL!);
+    const queue = new Queue<JobData, unknown, string>('default', { connection: redis, prefix: queuePrefix(env.REDIS_PREFIX!, 'default') });
+    try {
+      // Added as a script (or an API with JOB_RETENTION_SECONDS below the type's cache TTL) would: kept 60 s, cached for an hour.
+      const added = await queue.add('fibonacci', { inputJson: '{"n":21}', version: 1 }, { jobId: randomUUID(), removeOnComplete: { age: 60 } });
+      await waitFor(async () => (await getJob(api.url, added.id!)).body.status === 'completed', { what: 'the job completed' });
+      // What the job's retention does eventually: BullMQ removes the finished job.
+      await redis.del(bullKey(env.REDIS_PREFIX!, 'default', added.id!));
+      await redis.zrem(bullKey(env.REDIS_PREFIX!, 'default', 'completed'), added.id!);
+      const res = await getJob(api.url, added.id!);
+      expect(res.status).toBe(200);
+      expect(res.body).toMatchObject({ id: added.id, status: 'completed', cached: true, result: 10946 });
+    } finally {
+      await queue.close();
+      redis.disconnect();
+    }
+  });
+
+  it('writes no id key for a result whose job BullMQ keeps as long (JOB_RETENTION_SECONDS ≥ the cache TTL)', async () => {
+    const done = await submit(api.url, 'fibonacci', { n: 23 }, { wait: 10 });
+    expect(done.body).toMatchObject({ status: 'completed', result: 28657 });
     const redis = new IORedis(env.REDIS_URL!);
     try {
-      // What JOB_RETENTION_SECONDS does eventually: BullMQ removes the finished job.
-      await redis.del(bullKey(env.REDIS_PREFIX!, 'default', done.body.id));
-      await redis.zrem(bullKey(env.REDIS_PREFIX!, 'default', 'completed'), done.body.id);
+      expect(await redis.exists(queueKeys(env.REDIS_PREFIX!).cacheId(done.body.id))).toBe(0);
     } finally {
       redis.disconnect();
     }
-    const res = await getJob(api.url, done.body.id);
-    expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ id: done.body.id, status: 'completed', cached: true, result: 10946 });
+    expect((await getJob(api.url, done.body.id)).body).toMatchObject({ id: done.body.id, status: 'completed', result: 28657 });
   });
 
   it('answers 404 problems for unknown ids of any shape', async () => {

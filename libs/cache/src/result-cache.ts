@@ -21,7 +21,7 @@ export interface CachedResult {
 /**
  * Completed results in Redis, keyed by the job's content key and shared by every replica.
  * A second key maps the job id to its content key, so GET /v1/jobs/{id} works after BullMQ
- * has dropped the job itself. The cache may live on its own Redis (CACHE_REDIS_URL) with an LRU
+ * has dropped the job itself (only for an entry that outlives its job: see `set`). The cache may live on its own Redis (CACHE_REDIS_URL) with an LRU
  * policy: losing an entry only means the work runs again.
  *
  * Entries read from Redis are also kept in a small in-process LRU (CACHE_MEMORY_MB) until they
@@ -92,16 +92,22 @@ export class ResultCache {
     return contentKey === null ? undefined : this.get(contentKey);
   }
 
-  async set(contentKey: string, result: Omit<CachedResult, 'expiresAt'>, ttlSeconds: number): Promise<void> {
+  /**
+   * Caches `result` under `contentKey` for `ttlSeconds`, and under its job's id unless `jobOutlives`:
+   * BullMQ keeps the job at least as long as the entry, so GET by id finds the job itself until the
+   * entry is gone (see JobProcessor), and the id key would be a write and a key per job for nothing.
+   * (BullMQ counts the job's age from its completion, dated at the run's end, a moment before this
+   * write: with the same TTL the entry outlives it by that moment, if a completion removes it then.)
+   */
+  async set(contentKey: string, result: Omit<CachedResult, 'expiresAt'>, ttlSeconds: number, jobOutlives = false): Promise<void> {
     if (ttlSeconds <= 0) return;
     const entry: CachedResult = { ...result, expiresAt: Date.now() + ttlSeconds * 1000 };
+    const writing = this.redis.set(this.entryKey(contentKey), JSON.stringify(entry), 'EX', ttlSeconds);
+    if (jobOutlives) return void (await writing);
     // why two commands, not a pipeline or MULTI: the two keys hash to different slots, which Redis
     // Cluster refuses in one MULTI and ioredis in one pipeline. Sent together they still cost one
     // round trip; a missing id key only means GET by id falls back to "not found" once BullMQ has
     // dropped the job.
-    await Promise.all([
-      this.redis.set(this.entryKey(contentKey), JSON.stringify(entry), 'EX', ttlSeconds),
-      this.redis.set(this.idKey(entry.id), contentKey, 'EX', ttlSeconds),
-    ]);
+    await Promise.all([writing, this.redis.set(this.idKey(entry.id), contentKey, 'EX', ttlSeconds)]);
   }
 }

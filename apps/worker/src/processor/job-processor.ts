@@ -32,6 +32,16 @@ const NEWER_VERSION_RETRY_MS = 2000;
 
 class HandBack extends Error {}
 
+/**
+ * At least how long BullMQ keeps `job` once it completes, in seconds (0: maybe not at all): the
+ * `age` of its removeOnComplete (jobOptions), read from the job, which the replica that added it
+ * set. why a count or `true` is 0: BullMQ may then remove it at any later completion.
+ */
+function keptFor(job: QueueJob): number {
+  const keep = job.opts.removeOnComplete;
+  return typeof keep === 'object' && 'age' in keep && keep.count === undefined ? keep.age : 0;
+}
+
 /** Why BullMQ aborted a running job: handed back at shutdown, or cancelled by request. */
 const abortReason = (signal: AbortSignal): Error =>
   signal.reason === HAND_BACK ? new HandBack() : new CodedJobError(JobFailureCode.JOB_CANCELLED, 'cancelled while running');
@@ -309,7 +319,7 @@ export class JobProcessor implements OnApplicationBootstrap {
       if (key !== contentKeyOf(job)) log().warn({ dataKey: contentKeyOf(job), key }, "job data named another content key than its input gives; caching under the input's");
       // The cache writes, the owners' expiry and BullMQ's completion after them leave in one write (coalesceWrites).
       const caching = this.cacheWriter
-        .set(key, { id: job.id!, type: def.name, result, attempts: job.attemptsMade + 1, createdAt: job.timestamp, startedAt: job.processedOn ?? startedAt, finishedAt }, def.cacheTtlSeconds)
+        .set(key, { id: job.id!, type: def.name, result, attempts: job.attemptsMade + 1, createdAt: job.timestamp, startedAt: job.processedOn ?? startedAt, finishedAt }, def.cacheTtlSeconds, keptFor(job) >= def.cacheTtlSeconds)
         .catch((error: unknown) => log().warn({ err: error }, 'could not cache the result; the job still completes'));
       if (!this.cacheOnQueueRedis) await caching;
       // why before the completion, on its connection: the completion would drop the deduplication id.
