@@ -21,8 +21,9 @@ export interface CachedResult {
 /**
  * Completed results in Redis, keyed by the job's content key and shared by every replica.
  * A second key maps the job id to its content key, so GET /v1/jobs/{id} works after BullMQ
- * has dropped the job itself (only for an entry that outlives its job: see `set`). The cache may live on its own Redis (CACHE_REDIS_URL) with an LRU
- * policy: losing an entry only means the work runs again.
+ * has dropped the job itself (written only for an entry that outlives its job: see `set`). The
+ * cache may live on its own Redis (CACHE_REDIS_URL) with an LRU policy: losing an entry only means
+ * the work runs again.
  *
  * Entries read from Redis are also kept in a small in-process LRU (CACHE_MEMORY_MB) until they
  * expire: a result never changes for its content key, so a repeated submission is answered without
@@ -102,12 +103,12 @@ export class ResultCache {
   async set(contentKey: string, result: Omit<CachedResult, 'expiresAt'>, ttlSeconds: number, jobOutlives = false): Promise<void> {
     if (ttlSeconds <= 0) return;
     const entry: CachedResult = { ...result, expiresAt: Date.now() + ttlSeconds * 1000 };
-    const writing = this.redis.set(this.entryKey(contentKey), JSON.stringify(entry), 'EX', ttlSeconds);
-    if (jobOutlives) return void (await writing);
+    const writes = [this.redis.set(this.entryKey(contentKey), JSON.stringify(entry), 'EX', ttlSeconds)];
     // why two commands, not a pipeline or MULTI: the two keys hash to different slots, which Redis
     // Cluster refuses in one MULTI and ioredis in one pipeline. Sent together they still cost one
     // round trip; a missing id key only means GET by id falls back to "not found" once BullMQ has
     // dropped the job.
-    await Promise.all([writing, this.redis.set(this.idKey(entry.id), contentKey, 'EX', ttlSeconds)]);
+    if (!jobOutlives) writes.push(this.redis.set(this.idKey(entry.id), contentKey, 'EX', ttlSeconds));
+    await Promise.all(writes);
   }
 }
