@@ -472,7 +472,7 @@ describe(`BullMQ and ioredis internals this service relies on (bullmq ${BULLMQ},
   });
 
   describe("a completion's final notice, as job-notifier.ts sends it right behind BullMQ's completion (NOTIFY_COMPLETED)", () => {
-    it('sent with setImmediate as the processor returns, runs after the completion BullMQ sends and publishes; sent before it, finds none', async () => {
+    it("sent from completeAt's `behind` (process.nextTick as BullMQ builds the completion), goes behind the completion and publishes; sent before it, finds none", async () => {
       const q = queue('completing');
       const channel = noticeChannel(prefix, q.name, 'completing');
       const subscriber = new IORedis(url);
@@ -490,9 +490,8 @@ describe(`BullMQ and ioredis internals this service relies on (bullmq ${BULLMQ},
       const worker = new SlotWorker(
         q.name,
         async (job) => {
-          completeAt(job, ended);
           const record = { name: job.name, progress: 0, returnvalue: 0, attemptsMade: job.attemptsMade + 1, timestamp: job.timestamp, finishedOn: ended };
-          reached.set(job.id!, new Promise((resolve, reject) => setImmediate(() => notifyCompleted(connection, prefix, q.name, job.id!, record).then(resolve, reject))));
+          completeAt(job, ended, () => reached.set(job.id!, notifyCompleted(connection, prefix, q.name, job.id!, record)));
           return 0;
         },
         workerOptions(q.name),
@@ -504,7 +503,7 @@ describe(`BullMQ and ioredis internals this service relies on (bullmq ${BULLMQ},
       const finishedOn = await connection.hget(q.toKey('done'), 'finishedOn');
       assume(
         before === -1 && behind === 1 && finishedOn === String(ended),
-        "BullMQ sends its completion (dated by completeAt) within the turn the processor returns in, so a script sent from setImmediate then runs after it and finds that finishedOn; before the completion it finds none and publishes nothing (job-notifier.ts `completing` relies on both)",
+        "BullMQ sends its completion (dated by completeAt) within the promise jobs that follow moveToCompletedArgs, so a script sent on its connection from a process.nextTick queued there goes behind it (in the same write, with coalesceWrites) and finds that finishedOn; before the completion it finds none and publishes nothing (slot-worker.ts completeAt's `behind` and job-notifier.ts `completing` rely on both)",
         `before the completion ${before}; behind it ${behind}; finishedOn ${finishedOn}, completeAt's ${ended}`,
       );
       const timestamp = (await q.getJob('done'))!.timestamp;

@@ -40,24 +40,18 @@ export class JobNotifier {
   }
 
   /**
-   * Job `job`'s run returned `result`, and BullMQ is about to record its completion at `finishedOn`
-   * (see completeAt): its final notice goes right behind that write, in a script that publishes
-   * only once the job has that `finishedOn`. why not on BullMQ's `completed` event: that waits for
-   * the completion's reply, a round trip every waiting caller paid. Fire and forget; `final` sends
-   * it the usual way if this one found the job not completed.
+   * Job `job`'s run returned `result`, and BullMQ has just sent its completion at `finishedOn` (call
+   * this as completeAt's `behind`): its final notice goes right behind it, in the same write, in a
+   * script that publishes only once the job has that `finishedOn`. why not on BullMQ's `completed`
+   * event: that waits for the completion's reply, a round trip every waiting caller paid. Fire and
+   * forget; `final` sends it the usual way if this one found the job not completed (a connection's
+   * first completion may load BullMQ's script first, and come later).
    */
   completing(job: QueueJob, result: unknown, finishedOn: number): void {
-    // why setImmediate: BullMQ sends its completion within this turn's promise jobs, after the
-    // processor returns; this runs after them, so Redis runs the completion first
-    // (test/bullmq-internals.e2e-spec.ts). A connection's first completion may load BullMQ's script
-    // first and come later: the script then finds the job not completed, and `final` sends it.
-    const sent = new Promise<boolean>((resolve) =>
-      setImmediate(() =>
-        notifyCompleted(this.redis, this.prefix, job.queueName, job.id!, { ...this.record(job, result), attemptsMade: job.attemptsMade + 1, finishedOn }).then(
-          (reached) => resolve(reached >= 0),
-          () => resolve(false),
-        ),
-      ),
+    const record = { ...this.record(job, result), attemptsMade: job.attemptsMade + 1, finishedOn };
+    const sent = notifyCompleted(this.redis, this.prefix, job.queueName, job.id!, record).then(
+      (reached) => reached >= 0,
+      () => false,
     );
     this.completions.set(job, sent);
   }

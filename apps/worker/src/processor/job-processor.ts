@@ -327,10 +327,10 @@ export class JobProcessor implements OnApplicationBootstrap {
         const ms = Math.min(JOINABLE_AFTER_COMPLETION_MS, this.config.jobRetentionSeconds * 1000);
         void keepJoinable(this.redis, this.config.redisPrefix, job.queueName, job.id!, key, ms).catch(() => undefined);
       }
-      // why: GET of the job shows BullMQ's times; the cache entry's (a cached answer's) must be the same.
-      completeAt(job, finishedAt);
+      // why: GET of the job shows BullMQ's times; the cache entry's (a cached answer's) must be the
+      // same. The final notice goes right behind the completion, in its write.
+      completeAt(job, finishedAt, () => this.notifier.completing(job, result, finishedAt));
       this.ownersOutlive(job, Math.max(this.config.jobRetentionSeconds, def.cacheTtlSeconds));
-      this.notifier.completing(job, result, finishedAt);
       if (debug) log().debug({ ms: finishedAt - startedAt }, 'job completed');
       this.metrics.completed(def.name, job.queueName, finishedAt - job.timestamp);
       return result;

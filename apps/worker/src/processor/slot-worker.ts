@@ -5,15 +5,19 @@ import { Slots } from './slots';
 
 export type QueueJob = Job<JobData, unknown, string>;
 
-/** When each job's run ended, as its processor recorded it; read once, by BullMQ's completion of it. */
-const runEnds = new WeakMap<QueueJob, number>();
+/** When each job's run ended, as its processor recorded it, and what follows the completion; read once, by BullMQ's completion of it. */
+const runEnds = new WeakMap<QueueJob, { ms: number; behind?: () => void }>();
 
 /**
  * Has BullMQ record `job`'s completion at `ms`, the end of its run: the cache entry written with the
  * result carries the same time, so a cached answer shows the `finishedAt` that GET of the job shows.
+ * `behind` is called right after BullMQ sends that completion (process.nextTick from where it builds
+ * its arguments: BullMQ sends it within the promise jobs that follow), so what it sends on the
+ * completion's connection goes behind it, in the same write (see coalesceWrites;
+ * test/bullmq-internals.e2e-spec.ts).
  */
-export function completeAt(job: QueueJob, ms: number): void {
-  runEnds.set(job, ms);
+export function completeAt(job: QueueJob, ms: number, behind?: () => void): void {
+  runEnds.set(job, { ms, behind });
 }
 
 /** The part of BullMQ's Redis backend a completion's time goes through (bullmq 6, see SlotWorker). */
@@ -71,7 +75,8 @@ export class SlotWorker extends Worker<JobData, unknown, string> {
     backend.moveToCompletedArgs = (job, ...rest) => {
       const args = build.call(backend, job, ...rest);
       const ended = runEnds.get(job);
-      if (ended !== undefined && typeof args[keys.length + 1] === 'number') args[keys.length + 1] = ended;
+      if (ended !== undefined && typeof args[keys.length + 1] === 'number') args[keys.length + 1] = ended.ms;
+      if (ended?.behind) process.nextTick(ended.behind);
       runEnds.delete(job);
       return args;
     };
