@@ -35,9 +35,9 @@ export function keyWeakness(key: string): string | undefined {
 
 /**
  * Words people put in keys they choose (case ignored); 6 letters at least, so a random base64 key of
- * 44 characters holds one about once in two million, and a hex key never. why not 5: \`token\`,
- * \`admin\` and the like came up about once in 130,000 random keys (a clean clone's CI refused
- * \`openssl rand -base64 32\`'s \`h7fT9Ntokenbmi8N…\`).
+ * 44 characters holds one about once in two million, and a hex key never. why not 5: `token`,
+ * `admin` and the like came up about once in 130,000 random keys (a clean clone's CI refused
+ * `openssl rand -base64 32`'s `h7fT9Ntokenbmi8N…`).
  */
 const CHOSEN_WORDS = [
   'password', 'passwd', 'secret', 'access', 'master', 'default', 'changeme', 'letmein', 'welcome',
