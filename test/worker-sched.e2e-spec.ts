@@ -1,3 +1,4 @@
+import { execFileSync, spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { JobRegistry } from '@app/jobs';
 import { startStack, stackEnv } from './support/apps';
@@ -34,15 +35,38 @@ describe('pool threads on SCHED_IDLE', () => {
       // why wait: the pool starts its two threads at once, but one job needs only one; on a busy
       // machine the other may still be loading (a thread enters SCHED_IDLE before it takes a task).
       await waitFor(() => threads(worker.pid).filter((t) => t.policy === SCHED_IDLE).length >= 2, { what: 'both pool threads up' }).catch(() => undefined);
+      // First, so that a probe which gave up says why (a warning names WORKER_SCHED).
+      expect(worker.logs.filter((l) => /WORKER_SCHED/.test(l.msg))).toEqual([]);
       const all = threads(worker.pid);
       expect(all.find((t) => t.tid === worker.pid)?.policy).toBe(SCHED_OTHER);
       const idle = all.filter((t) => t.policy === SCHED_IDLE);
       // Exactly the pool's threads: libuv's, V8's and the main thread keep the default policy.
       expect(idle).toHaveLength(2);
       expect(all.filter((t) => t.policy !== SCHED_IDLE).every((t) => t.policy === SCHED_OTHER)).toBe(true);
-      expect(worker.logs.filter((l) => /WORKER_SCHED/.test(l.msg))).toEqual([]);
     } finally {
       await stop();
+    }
+  });
+
+  /**
+   * The start-up probe must not wait for spare CPU: a probe that ran a program on SCHED_IDLE timed
+   * out on a busy CI host (10 s for `true` beside six busy Node processes) and left the pool on
+   * SCHED_OTHER. Here one core is given 20 busy loops and the probe runs on that core only; it
+   * failed (12.6 s, ETIMEDOUT) when it ran `chrt --idle 0 true`.
+   */
+  onLinux('finds SCHED_IDLE usable on a core that has no CPU to spare', async () => {
+    const loops = Array.from({ length: 20 }, () => spawn('taskset', ['-c', '0', 'sh', '-c', 'while :; do :; done'], { stdio: 'ignore' }));
+    try {
+      // Each loop has spun for a while (2 clock ticks of user time, the 14th field of its stat) in its shell.
+      const spun = (pid?: number) => {
+        const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+        return stat.includes('(sh)') && Number(stat.slice(stat.lastIndexOf(') ') + 2).split(' ')[14 - 3]) >= 2;
+      };
+      await waitFor(() => loops.every((loop) => spun(loop.pid)), { what: 'the busy loops' });
+      const probe = "console.log(require('./dist/apps/worker/src/pool/thread-sched.js').schedIdleUnavailable() ?? 'usable')";
+      expect(execFileSync('taskset', ['-c', '0', process.execPath, '-e', probe], { encoding: 'utf8', timeout: 30_000 }).trim()).toBe('usable');
+    } finally {
+      for (const loop of loops) loop.kill('SIGKILL');
     }
   });
 

@@ -1,4 +1,4 @@
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 
 /**
@@ -23,13 +23,21 @@ import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 /** Why this host cannot put a thread on SCHED_IDLE (no chrt, not Linux, a seccomp filter), or undefined if it can. */
 export function schedIdleUnavailable(): string | undefined {
   if (process.platform !== 'linux') return `SCHED_IDLE is Linux-only (this is ${process.platform})`;
+  // why a sleeping child moved from outside, not `chrt --idle 0 true`: that runs a program on
+  // SCHED_IDLE and waits for it, and on a busy host an idle-class process waits for spare CPU
+  // (10 s for `true` beside six busy Node processes here), so the probe timed out and the pool
+  // stayed on SCHED_OTHER exactly where SCHED_IDLE matters. chrt itself runs on SCHED_OTHER.
+  const sleeper = spawn('sleep', ['30'], { stdio: 'ignore' });
   try {
-    // why a throwaway child: it proves both that chrt exists and that the kernel lets us use the policy.
-    execFileSync('chrt', ['--idle', '0', 'true'], { stdio: 'ignore', timeout: 5000 });
+    if (sleeper.pid === undefined) return 'could not start `sleep` to try chrt on';
+    execFileSync('chrt', ['--idle', '--pid', '0', String(sleeper.pid)], { stdio: 'ignore', timeout: 5000 });
     return undefined;
   } catch (error) {
     const { code, message } = error as NodeJS.ErrnoException;
     return code === 'ENOENT' ? 'chrt (util-linux) is not installed' : `chrt --idle failed: ${message}`;
+  } finally {
+    sleeper.on('error', () => undefined).unref();
+    sleeper.kill('SIGKILL');
   }
 }
 
