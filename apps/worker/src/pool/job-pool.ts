@@ -10,7 +10,7 @@ import { SPAN_ATTRIBUTES, type SpanAttributeValue, type Tracing, TRACING } from 
 import { runTask } from './thread-task';
 import { LOG_BURST, LOG_LEVELS, LOG_PER_SECOND, type LogLevelName } from './thread-log';
 import type { ChannelMessage, LogMessage, ThreadData, ThreadFile, ThreadResult, ThreadStep, ThreadTask } from './thread-protocol';
-import { schedIdleUnavailable } from './thread-sched';
+import { idleThreadsStartedSince, schedIdleUnavailable, threadIds } from './thread-sched';
 import { nowMs, startSpan } from './thread-span';
 
 export interface RunOptions {
@@ -81,6 +81,8 @@ export class JobPool implements OnApplicationShutdown {
    * start-up: a worker that never runs the type never pays for them (sharp: ~0.3 s and ~20 MB).
    */
   private readonly nativeModules: Map<string, readonly string[]>;
+  /** The types whose runs load a native module, when pool threads are on SCHED_IDLE: the threads such a run starts join them (idleThreadsStartedSince). */
+  private readonly idleNative: ReadonlySet<string>;
   private nextTaskId = 0;
   private closed = false;
 
@@ -103,6 +105,7 @@ export class JobPool implements OnApplicationShutdown {
     this.channel.onmessage = (event) => this.receive((event as { data: ChannelMessage }).data);
     const native = JobRegistry.forConfig(config).list().filter((def) => def.nativeModules.length > 0);
     this.nativeModules = new Map(native.map((def) => [def.name, def.nativeModules]));
+    this.idleNative = new Set(workerData.sched === 'idle' ? native.map((def) => def.name) : []);
     this.pool = new Piscina({
       workerData,
       filename: join(__dirname, 'thread.js'),
@@ -158,6 +161,7 @@ export class JobPool implements OnApplicationShutdown {
     this.progressListeners.set(taskId, options.onProgress);
     this.logSinks.set(taskId, { make: options.log, received: 0 });
     let result: ThreadResult | undefined;
+    const threadsBefore = !options.inline && this.idleNative.has(name) ? threadIds() : undefined;
     try {
       result = options.inline ? await this.runInline(task, options.signal, options.inline.timeoutMs) : await this.pool.run(task, { signal: options.signal });
       if (result.span) this.tracing?.exportSpan(result.span);
@@ -174,6 +178,8 @@ export class JobPool implements OnApplicationShutdown {
     } finally {
       this.progressListeners.delete(taskId);
       this.settleLog(taskId, result?.posted);
+      // why awaited: the job completes with its run's threads already on SCHED_IDLE.
+      if (threadsBefore) await idleThreadsStartedSince(threadsBefore);
     }
   }
 

@@ -1,4 +1,5 @@
-import { execFileSync, spawn } from 'node:child_process';
+import { execFile, execFileSync, spawn } from 'node:child_process';
+import { promisify } from 'node:util';
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 
 /**
@@ -61,9 +62,12 @@ export function threadIds(): Set<string> {
  * libuv's threads (SCHED_OTHER) and would run every thumbnail beside the event loops, not behind
  * them (the bench's worker: six `libvips worker` threads in SCHED_OTHER with all of a thumbnail
  * leg's CPU, its two SCHED_IDLE pool threads with none). Threads a module keeps for later runs
- * stay idle; one it starts anew is caught after the run that started it. Returns how many it moved.
+ * stay idle; one it starts anew is caught after the run that started it. Resolves with how many it moved.
+ * why from the main thread, not the pool thread that ran the job: a program inherits the policy of
+ * the thread that starts it, and chrt started from a SCHED_IDLE thread waits for spare CPU too (see
+ * schedIdleUnavailable); why async: the worker's event loop does not wait for chrt either.
  */
-export function idleThreadsStartedSince(before: ReadonlySet<string>): number {
+export async function idleThreadsStartedSince(before: ReadonlySet<string>): Promise<number> {
   let moved = 0;
   for (const tid of threadIds()) {
     if (before.has(tid)) continue;
@@ -72,7 +76,7 @@ export function idleThreadsStartedSince(before: ReadonlySet<string>): number {
       const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
       // The policy is the 41st field; the name in parentheses (2nd) may hold spaces.
       if (stat.slice(stat.lastIndexOf(') ') + 2).split(' ')[41 - 3] === String(SCHED_IDLE_POLICY)) continue;
-      execFileSync('chrt', ['--idle', '--pid', '0', tid], { stdio: 'ignore', timeout: 5000 });
+      await run('chrt', ['--idle', '--pid', '0', tid], { timeout: 5000 });
       moved++;
     } catch {
       // The thread ended meanwhile: nothing to move.
@@ -80,6 +84,8 @@ export function idleThreadsStartedSince(before: ReadonlySet<string>): number {
   }
   return moved;
 }
+
+const run = promisify(execFile);
 
 /** SCHED_IDLE's number in /proc/<pid>/task/<tid>/stat. */
 const SCHED_IDLE_POLICY = 5;

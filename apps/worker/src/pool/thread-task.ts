@@ -8,9 +8,6 @@ import { startSpan } from './thread-span';
 
 const registry = new JobRegistry(allJobs);
 
-/** Whether runs of type `name` load a native module (JobDefinition.nativeModules). */
-export const usesNativeModules = (name: string): boolean => (registry.get(name)?.nativeModules.length ?? 0) > 0;
-
 type Outcome = { ok: true; value: unknown; key: string } | { ok: false; code: JobFailureCode; message: string };
 
 /**

@@ -1,9 +1,9 @@
 import { BroadcastChannel, threadId } from 'node:worker_threads';
 import { workerData } from 'piscina';
 import { type BlobStore, openBlobStore } from '@app/blobs';
-import { runTask, usesNativeModules } from './thread-task';
+import { runTask } from './thread-task';
 import type { ChannelMessage, ThreadData, ThreadResult, ThreadTask } from './thread-protocol';
-import { enterSchedIdle, idleThreadsStartedSince, threadIds } from './thread-sched';
+import { enterSchedIdle } from './thread-sched';
 
 /**
  * The piscina thread entry: runs one job's pure `run` function (thread-task.ts), off every event loop.
@@ -25,12 +25,6 @@ const post = (message: ChannelMessage) => channel.postMessage(message);
 let store: BlobStore | undefined;
 const storeOf = () => (store ??= blobStore && openBlobStore(blobStore));
 
-export default async function runThreadTask(task: ThreadTask): Promise<ThreadResult> {
-  // why: a native module's own threads do a job's work (see idleThreadsStartedSince); they join the pool threads on SCHED_IDLE.
-  const before = sched === 'idle' && usesNativeModules(task.name) ? threadIds() : undefined;
-  try {
-    return await runTask(task, post, threadId, logLevel, storeOf);
-  } finally {
-    if (before) idleThreadsStartedSince(before);
-  }
+export default function runThreadTask(task: ThreadTask): Promise<ThreadResult> {
+  return runTask(task, post, threadId, logLevel, storeOf);
 }
