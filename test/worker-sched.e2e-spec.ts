@@ -1,4 +1,4 @@
-import { execFileSync, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { JobRegistry } from '@app/jobs';
 import { startStack, stackEnv } from './support/apps';
@@ -52,21 +52,32 @@ describe('pool threads on SCHED_IDLE', () => {
    * The start-up probe must not wait for spare CPU: a probe that ran a program on SCHED_IDLE timed
    * out on a busy CI host (10 s for `true` beside six busy Node processes) and left the pool on
    * SCHED_OTHER. Here one core is given 20 busy loops and the probe runs on that core only; it
-   * failed (12.6 s, ETIMEDOUT) when it ran `chrt --idle 0 true`.
+   * failed (ETIMEDOUT, 10–13.5 s) when it ran `chrt --idle 0 true`.
    */
   onLinux('finds SCHED_IDLE usable on a core that has no CPU to spare', async () => {
-    const loops = Array.from({ length: 20 }, () => spawn('taskset', ['-c', '0', 'sh', '-c', 'while :; do :; done'], { stdio: 'ignore' }));
+    // why started first, waiting for a line: its own start-up would take a second on the crowded core.
+    const module = './dist/apps/worker/src/pool/thread-sched.js';
+    const probe = spawn('taskset', ['-c', '0', process.execPath, '-e', `const { schedIdleUnavailable } = require('${module}'); console.log('ready'); process.stdin.once('data', () => console.log(schedIdleUnavailable() ?? 'usable'))`], { stdio: 'pipe' });
+    let out = '';
+    probe.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+    probe.stderr.on('data', (chunk: Buffer) => (out += chunk.toString()));
+    const exited = new Promise((resolve) => probe.once('exit', resolve));
+    const loops: ReturnType<typeof spawn>[] = [];
     try {
+      await waitFor(() => out.startsWith('ready\n'), { what: 'the probe to start' });
+      loops.push(...Array.from({ length: 20 }, () => spawn('taskset', ['-c', '0', 'sh', '-c', 'while :; do :; done'], { stdio: 'ignore' })));
       // Each loop has spun for a while (2 clock ticks of user time, the 14th field of its stat) in its shell.
       const spun = (pid?: number) => {
         const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
         return stat.includes('(sh)') && Number(stat.slice(stat.lastIndexOf(') ') + 2).split(' ')[14 - 3]) >= 2;
       };
       await waitFor(() => loops.every((loop) => spun(loop.pid)), { what: 'the busy loops' });
-      const probe = "console.log(require('./dist/apps/worker/src/pool/thread-sched.js').schedIdleUnavailable() ?? 'usable')";
-      expect(execFileSync('taskset', ['-c', '0', process.execPath, '-e', probe], { encoding: 'utf8', timeout: 30_000 }).trim()).toBe('usable');
+      probe.stdin.end('go\n');
+      await exited;
+      expect(out).toBe('ready\nusable\n');
     } finally {
       for (const loop of loops) loop.kill('SIGKILL');
+      probe.kill('SIGKILL');
     }
   });
 
