@@ -100,7 +100,7 @@ describe('JobsClient', () => {
   });
 
   it('cancels a long job', async () => {
-    const { id } = await client.submit('chaos', { mode: 'spin', ms: 60_000, tag: 'client-cancel' });
+    const { id } = await client.submit('chaos', { mode: 'sleep', ms: 60_000, tag: 'client-cancel' });
     await until(id, 'active');
     const cancelled = await client.cancel(id);
     expect(['cancelled', 'active']).toContain(cancelled.status);
@@ -110,7 +110,7 @@ describe('JobsClient', () => {
   });
 
   it('streams a job’s events: progress, then the final view', async () => {
-    const submitted = await client.submit('chaos', { mode: 'spin', ms: 1500, tag: 'client-events' });
+    const submitted = await client.submit('chaos', { mode: 'sleep', ms: 1500, tag: 'client-events' });
     const events: Array<JobEvent<'chaos'>> = [];
     for await (const event of client.events(submitted, { timeoutMs: 30_000 })) events.push(event);
     const progress = events.filter((e) => e.event === 'progress').map((e) => e.progress);
@@ -119,11 +119,11 @@ describe('JobsClient', () => {
     expect(progress.every((p) => p >= 0 && p <= 100)).toBe(true);
     const last = events.at(-1)!;
     if (last.event === 'progress' || last.job.status !== 'completed') throw new Error(`the stream ended with ${JSON.stringify(last)}`);
-    expect(last.job.result).toMatchObject({ mode: 'spin', ms: 1500 });
+    expect(last.job.result).toMatchObject({ mode: 'sleep', ms: 1500 });
   });
 
   it('ends a stream the loop leaves early, and one past its time limit', async () => {
-    const { id } = await client.submit('chaos', { mode: 'spin', ms: 20_000, tag: 'client-events-early' });
+    const { id } = await client.submit('chaos', { mode: 'sleep', ms: 20_000, tag: 'client-events-early' });
     for await (const event of client.events(id)) {
       expect(event.event).toBe('progress');
       break;
@@ -184,7 +184,7 @@ describe('JobsClient', () => {
   });
 
   it('gives up when a call runs past its time limit', async () => {
-    const slow = client.submitAndWait('chaos', { mode: 'spin', ms: 3000, tag: 'client-timeout' }, { waitSeconds: 10, timeoutMs: 300 });
+    const slow = client.submitAndWait('chaos', { mode: 'sleep', ms: 3000, tag: 'client-timeout' }, { waitSeconds: 10, timeoutMs: 300 });
     await expect(slow).rejects.toMatchObject({ name: 'TimeoutError' });
   });
 

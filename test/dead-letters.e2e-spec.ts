@@ -297,7 +297,7 @@ describe('dead letters: jobs that failed for good, kept, listed and replayed onc
 
   it('keeps no cancelled job as a dead letter', async () => {
     const before = await redis.zcard(deadLettersKey(env.REDIS_PREFIX!, 'default'));
-    const queued = await submit(api.url, 'chaos', { mode: 'spin', ms: 5000, tag: `${run}-cancel` }, { headers: as(ALICE) });
+    const queued = await submit(api.url, 'chaos', { mode: 'sleep', ms: 5000, tag: `${run}-cancel` }, { headers: as(ALICE) });
     await request(`${api.url}/v1/jobs/${queued.body.id}`, { method: 'DELETE', headers: as(ALICE) });
     await waitFor(async () => (await getJob(api.url, queued.body.id, as(ALICE))).body.status === 'cancelled', { timeoutMs: 15_000, what: 'cancelled' });
     expect(await redis.zcard(deadLettersKey(env.REDIS_PREFIX!, 'default'))).toBe(before);

@@ -57,7 +57,7 @@ describe('event streams with a standard EventSource client', () => {
   });
 
   it('gets one stream per job and exactly one final event; its reconnect is answered 204 and it stops', async () => {
-    const { body } = await submit(api.url, 'chaos', { mode: 'spin', ms: 1500, tag: 'one-stream' });
+    const { body } = await submit(api.url, 'chaos', { mode: 'sleep', ms: 1500, tag: 'one-stream' });
     const client = listen(body.id, () => api);
     sources.push(client.source);
     // The client does not close itself after the final event, like a page that just stays open.
@@ -79,7 +79,7 @@ describe('event streams with a standard EventSource client', () => {
   it('resumes on another replica after its replica goes away mid-job, without repeating what it saw', async () => {
     const leaving = await startApp('api', env);
     try {
-      const { body } = await submit(api.url, 'chaos', { mode: 'spin', ms: 5000, tag: 'resume' });
+      const { body } = await submit(api.url, 'chaos', { mode: 'sleep', ms: 5000, tag: 'resume' });
       const client = listen(body.id, (n) => (n === 0 ? leaving : api));
       sources.push(client.source);
       await waitFor(() => client.received.filter((e) => e.type === 'progress').length >= 3, { timeoutMs: 15_000, what: 'progress on the first replica' });

@@ -92,7 +92,7 @@ describe('jobs API', () => {
 
   it('answers 202 when the job outlasts Prefer: wait', async () => {
     const started = Date.now();
-    const res = await submit(api.url, 'chaos', { mode: 'spin', ms: 3000, tag: 'outlast' }, { wait: 1 });
+    const res = await submit(api.url, 'chaos', { mode: 'sleep', ms: 3000, tag: 'outlast' }, { wait: 1 });
     expect(res.status).toBe(202);
     expect(Date.now() - started).toBeGreaterThanOrEqual(900);
     expect(['queued', 'active']).toContain(res.body.status);

@@ -93,7 +93,7 @@ describe('job lifecycle', () => {
 
     it('removes a queued job, which then reads as cancelled', async () => {
       // Two threads busy: the third job waits in the queue.
-      const busy = await Promise.all([1, 2].map((i) => submit(api.url, 'chaos', { mode: 'spin', ms: 4000, tag: `busy-${i}` })));
+      const busy = await Promise.all([1, 2].map((i) => submit(api.url, 'chaos', { mode: 'sleep', ms: 4000, tag: `busy-${i}` })));
       const queued = await submit(api.url, 'chaos', { mode: 'ok', tag: 'queued-victim' });
       expect(await status(queued.body.id)).toBe('queued');
       const res = await request(`${api.url}/v1/jobs/${queued.body.id}`, { method: 'DELETE' });
@@ -120,7 +120,7 @@ describe('job lifecycle', () => {
 
   describe('events', () => {
     it('streams progress, then completed, then ends, from any replica', async () => {
-      const { body } = await submit(api.url, 'chaos', { mode: 'spin', ms: 1200, tag: 'sse' });
+      const { body } = await submit(api.url, 'chaos', { mode: 'sleep', ms: 1200, tag: 'sse' });
       const events = await readEvents(`${otherApi.url}/v1/jobs/${body.id}/events`);
       const names = events.map((e) => e.event);
       expect(names.at(-1)).toBe('completed');
@@ -132,7 +132,7 @@ describe('job lifecycle', () => {
     });
 
     it('ends with cancelled when the job is cancelled, on another API replica', async () => {
-      const { body } = await submit(api.url, 'chaos', { mode: 'spin', ms: 60_000, tag: 'sse-cancel' });
+      const { body } = await submit(api.url, 'chaos', { mode: 'sleep', ms: 60_000, tag: 'sse-cancel' });
       const stream = readEvents(`${otherApi.url}/v1/jobs/${body.id}/events`);
       await waitFor(async () => (await status(body.id)) === 'active', { what: 'active' });
       await request(`${api.url}/v1/jobs/${body.id}`, { method: 'DELETE' });

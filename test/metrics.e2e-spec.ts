@@ -87,7 +87,7 @@ describe('metrics', () => {
     expect((await submit(api.url, 'chaos', { mode: 'hang' }, { wait: 20 })).body).toMatchObject({ error: { code: 'JOB_TIMEOUT' } });
     expect((await submit(api.url, 'chaos', { mode: 'exit' }, { wait: 20 })).body).toMatchObject({ error: { code: 'JOB_CRASHED' } });
     expect((await submit(api.url, 'chaos', { mode: 'leak' }, { wait: 20 })).body).toMatchObject({ error: { code: 'JOB_OUT_OF_MEMORY' } });
-    const spin = await submit(api.url, 'chaos', { mode: 'spin', ms: 20_000, tag: 'cancel' });
+    const spin = await submit(api.url, 'chaos', { mode: 'sleep', ms: 20_000, tag: 'cancel' });
     await waitFor(async () => (await request(`${api.url}/v1/jobs/${spin.body.id}`)).body.status === 'active', { what: 'the spin job to run' });
     expect((await request(`${api.url}/v1/jobs/${spin.body.id}`, { method: 'DELETE' })).body).toMatchObject({ status: 'cancelled' });
 

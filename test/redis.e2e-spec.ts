@@ -71,7 +71,7 @@ describe('when Redis is away, refuses or freezes', () => {
     spins.clear();
   });
   const spinning = async (tag: string) => {
-    const { body } = await submit(api.url, 'chaos', { mode: 'spin', ms: 30_000, tag }, { headers: as('alice') });
+    const { body } = await submit(api.url, 'chaos', { mode: 'sleep', ms: 30_000, tag }, { headers: as('alice') });
     spins.add(body.id);
     // why 30 s: the thread a cancelled spin ran on is replaced first, slowly on a loaded host.
     await waitFor(async () => (await getJob(api.url, body.id, as('alice'))).body.status === 'active', { what: `${tag} active`, timeoutMs: 30_000 });
@@ -82,7 +82,7 @@ describe('when Redis is away, refuses or freezes', () => {
     const monitor = await RedisMonitor.start(primary.url);
     const done = await submit(api.url, 'fibonacci', { n: 7 }, { wait: 10, headers: as('alice') });
     const id = await spinning('owners');
-    const joined = await submit(api.url, 'chaos', { mode: 'spin', ms: 30_000, tag: 'owners' }, { headers: as('bob') });
+    const joined = await submit(api.url, 'chaos', { mode: 'sleep', ms: 30_000, tag: 'owners' }, { headers: as('bob') });
     const commands = (await monitor.stop()).filter((c) => c.connection.startsWith('nest-offload:api'));
     expect(done.body).toMatchObject({ status: 'completed', result: 13 });
     expect(joined.body).toMatchObject({ id, status: 'active' });
@@ -120,7 +120,7 @@ describe('when Redis is away, refuses or freezes', () => {
     expect(await watched()).toBe(0);
     // Joining a running job: the write after the add (the joiner's owner, the planned id's records) is refused.
     await spinning('joined-refused');
-    const joined = await refusing(['del'], () => submit(api.url, 'chaos', { mode: 'spin', ms: 30_000, tag: 'joined-refused' }, { wait: 5, headers: as('bob') }));
+    const joined = await refusing(['del'], () => submit(api.url, 'chaos', { mode: 'sleep', ms: 30_000, tag: 'joined-refused' }, { wait: 5, headers: as('bob') }));
     // The add's own write (the owner and watcher records) is refused.
     const added = await refusing(['sadd'], () => submit(api.url, 'echo', { n: 301 }, { wait: 5, headers: as('alice') }));
     // The WAIT after the add is refused.

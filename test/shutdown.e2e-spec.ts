@@ -12,7 +12,7 @@ describe('graceful shutdown', () => {
     const env = stackEnv('shutdown-finish', { SHUTDOWN_TIMEOUT_MS: '8000' });
     const [api, worker] = await Promise.all([startApp('api', env), startApp('worker', env)]);
     try {
-      const { body } = await submit(api.url, 'chaos', { mode: 'spin', ms: 1500, tag: 'finish' });
+      const { body } = await submit(api.url, 'chaos', { mode: 'sleep', ms: 1500, tag: 'finish' });
       await waitFor(async () => (await status(api.url, body.id)).status === 'active', { what: 'active' });
       const t0 = Date.now();
       worker.signal('SIGTERM');
@@ -30,7 +30,7 @@ describe('graceful shutdown', () => {
     const [api, first] = await Promise.all([startApp('api', env), startApp('worker', env)]);
     let second: Awaited<ReturnType<typeof startApp>> | undefined;
     try {
-      const jobs = await Promise.all([1, 2].map((i) => submit(api.url, 'chaos', { mode: 'spin', ms: 2500, tag: `handback-${i}` })));
+      const jobs = await Promise.all([1, 2].map((i) => submit(api.url, 'chaos', { mode: 'sleep', ms: 2500, tag: `handback-${i}` })));
       await waitFor(async () => (await Promise.all(jobs.map((j) => status(api.url, j.body.id)))).every((v) => v.status === 'active'), {
         what: 'both active',
       });

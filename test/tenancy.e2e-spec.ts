@@ -254,7 +254,7 @@ describe('tenancy: keys with the test job types', () => {
 
   ifPresent('fair-share').it("fair share: one key's flood does not hold back another key's jobs, which start in turn", async () => {
     const url = api!.url;
-    const spin = (tag: string) => ({ mode: 'spin', ms: 300, tag: `${tag}-${randomBytes(4).toString('hex')}` });
+    const spin = (tag: string) => ({ mode: 'sleep', ms: 300, tag: `${tag}-${randomBytes(4).toString('hex')}` });
     const flood = await request(`${url}/v1/jobs/chaos/batch`, { method: 'POST', json: { items: Array.from({ length: 16 }, () => spin('alice')) }, headers: as(ALICE) });
     expect(flood.status).toBe(202);
     const bobFrom = Date.now();
@@ -289,11 +289,11 @@ describe('tenancy: keys with the test job types', () => {
     await nextRuns();
     expect(await view(flaky.body.id)).toMatchObject({ status: 'completed', attempts: 2 });
     // A timeout (JOB_TIMEOUT_MS=4000) ends the run; the next starts.
-    const slow = await submit(url, 'chaos', { mode: 'spin', ms: 8000, tag: tag() }, { headers: as(CAROL) });
+    const slow = await submit(url, 'chaos', { mode: 'sleep', ms: 8000, tag: tag() }, { headers: as(CAROL) });
     await nextRuns();
     expect(await view(slow.body.id)).toMatchObject({ status: 'failed', error: { code: 'JOB_TIMEOUT' } });
     // Cancels: of a waiting job, then of the running one.
-    const running = await submit(url, 'chaos', { mode: 'spin', ms: 10_000, tag: tag() }, { headers: as(CAROL) });
+    const running = await submit(url, 'chaos', { mode: 'sleep', ms: 10_000, tag: tag() }, { headers: as(CAROL) });
     const waiting = await submit(url, 'chaos', { mode: 'ok', tag: tag() }, { headers: as(CAROL) });
     await waitFor(async () => (await queue.getJobState(running.body.id)) === 'active', { what: 'the long job running' });
     expect((await request(`${url}/v1/jobs/${waiting.body.id}`, { method: 'DELETE', headers: as(CAROL) })).body).toMatchObject({ status: 'cancelled' });
@@ -306,7 +306,7 @@ describe('tenancy: keys with the test job types', () => {
 
   ifPresent('fair-share').it('fair share: a worker killed mid-job (kill -9) leaves no share taken once BullMQ takes its job back', async () => {
     const url = api!.url;
-    const long = await submit(url, 'chaos', { mode: 'spin', ms: 1500, tag: `carol-${randomBytes(4).toString('hex')}` }, { headers: as(CAROL) });
+    const long = await submit(url, 'chaos', { mode: 'sleep', ms: 1500, tag: `carol-${randomBytes(4).toString('hex')}` }, { headers: as(CAROL) });
     await waitFor(async () => (await queue.getJobState(long.body.id)) === 'active', { what: 'the job running' });
     await worker!.stop('SIGKILL');
     worker = await startApp('worker', env);
@@ -327,7 +327,7 @@ describe('tenancy: keys with the test job types', () => {
 
   ifPresent('fair-share').it("fair share: CALLER_CONCURRENCY and CALLER_MAX_QUEUED bind that key alone", async () => {
     const url = api!.url;
-    const spin = (ms = 300) => ({ mode: 'spin', ms, tag: `carol-${randomBytes(4).toString('hex')}` });
+    const spin = (ms = 300) => ({ mode: 'sleep', ms, tag: `carol-${randomBytes(4).toString('hex')}` });
     // One released (concurrency 1; long enough to run while the others are submitted), three
     // waiting (queued 3): the fifth is refused, to carol only.
     const accepted = [await submit(url, 'chaos', spin(3000), { headers: as(CAROL) })];

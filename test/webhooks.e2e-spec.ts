@@ -69,12 +69,12 @@ describe('webhooks', () => {
     expect(refused[0].body.detail).toBe(`Callback-Url refused: 127.0.0.1:${outsider.port} is not in WEBHOOK_ALLOWED_HOSTS`);
 
     // Queued with no worker running: long jobs (to kill a worker under), a failing one, one to cancel while queued.
-    const spins = await Promise.all(Array.from({ length: 6 }, (_, i) => submit(apiA.url, 'chaos', { mode: 'spin', ms: 1500, tag: `spin-${i}` }, hook('/a'))));
+    const spins = await Promise.all(Array.from({ length: 6 }, (_, i) => submit(apiA.url, 'chaos', { mode: 'sleep', ms: 1500, tag: `spin-${i}` }, hook('/a'))));
     const failing = await submit(apiA.url, 'chaos', { mode: 'throw' }, hook('/a'));
-    const doomed = await submit(apiA.url, 'chaos', { mode: 'spin', ms: 100, tag: 'doomed' }, hook('/a'));
+    const doomed = await submit(apiA.url, 'chaos', { mode: 'sleep', ms: 100, tag: 'doomed' }, hook('/a'));
     // Single flight: a second submission of the same input joins the job and gets a callback of its own.
-    const joinedA = await submit(apiA.url, 'chaos', { mode: 'spin', ms: 1500, tag: 'joined' }, hook('/a'));
-    const joinedB = await submit(apiB.url, 'chaos', { mode: 'spin', ms: 1500, tag: 'joined' }, hook('/b'));
+    const joinedA = await submit(apiA.url, 'chaos', { mode: 'sleep', ms: 1500, tag: 'joined' }, hook('/a'));
+    const joinedB = await submit(apiB.url, 'chaos', { mode: 'sleep', ms: 1500, tag: 'joined' }, hook('/b'));
     // Allowed by name, but the name resolves to a loopback address: accepted, and refused at delivery.
     const viaName = await submit(apiA.url, 'chaos', { mode: 'ok', tag: 'rebound' }, { headers: { 'callback-url': `http://localhost:${rebound.port}/x` } });
     const accepted = [...spins, failing, doomed, joinedA, joinedB, viaName];

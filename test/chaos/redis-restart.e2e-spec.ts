@@ -100,7 +100,7 @@ describe('Redis restart during a load', () => {
     expect(waited.status).toBe(200);
     expect(waited.body).toMatchObject({ status: 'completed', result: 196418 });
     expect(waitMs).toBeLessThan(5000);
-    const spin = await submit(api.url, 'chaos', { mode: 'spin', ms: 30_000, tag: `after-restart-${Date.now()}` });
+    const spin = await submit(api.url, 'chaos', { mode: 'sleep', ms: 30_000, tag: `after-restart-${Date.now()}` });
     await waitFor(async () => (await getJob(api!.url, spin.body.id)).body.status === 'active', { what: 'spin active' });
     const cancelled = await request(`${api.url}/v1/jobs/${spin.body.id}`, { method: 'DELETE' });
     expect(cancelled.body).toMatchObject({ status: 'cancelled', error: { code: 'JOB_CANCELLED' } });

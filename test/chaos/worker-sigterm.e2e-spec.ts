@@ -23,8 +23,8 @@ describe('worker SIGTERM with jobs in flight', () => {
     const ledger = new Ledger('worker SIGTERM');
     const run = Date.now().toString(36);
     // Four threads busy: two jobs that end inside the deadline, two that cannot.
-    const short = [1, 2].map((i) => ({ mode: 'spin', ms: 2500, tag: `short-${run}-${i}` }));
-    const long = [1, 2].map((i) => ({ mode: 'spin', ms: 7000, tag: `long-${run}-${i}` }));
+    const short = [1, 2].map((i) => ({ mode: 'sleep', ms: 2500, tag: `short-${run}-${i}` }));
+    const long = [1, 2].map((i) => ({ mode: 'sleep', ms: 7000, tag: `long-${run}-${i}` }));
     const accepted = await Promise.all([
       ...short.map((input) => ledger.submit(api!.url, 'chaos', input)),
       // why: a handed-back job runs again from the start on the next worker; that second run is the contract.

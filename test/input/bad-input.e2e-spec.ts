@@ -348,7 +348,7 @@ describe('bad input', () => {
       const t0 = Date.now();
       const res = await send('/v1/jobs/chaos', {
         method: 'POST',
-        body: JSON.stringify({ mode: 'spin', ms: 4000, tag: `prefer-${Date.now()}-${Math.random()}` }),
+        body: JSON.stringify({ mode: 'sleep', ms: 4000, tag: `prefer-${Date.now()}-${Math.random()}` }),
         headers: { 'content-type': 'application/json', prefer },
       });
       const ms = Date.now() - t0;

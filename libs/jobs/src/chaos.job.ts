@@ -9,9 +9,9 @@ export const chaos = defineJob({
   name: 'chaos',
   version: 1,
   description:
-    'Test and drill job: ok (returns `result` as it is when given), spin (busy for ms), throw, flaky (fails its first attempt), exit, hang, leak; first writes `lines` log lines.',
+    'Test and drill job: ok (returns `result` as it is when given), spin (busy for ms), sleep (holds its thread for ms, idle), throw, flaky (fails its first attempt), exit, hang, leak; first writes `lines` log lines.',
   input: z.strictObject({
-    mode: z.enum(['ok', 'spin', 'throw', 'flaky', 'exit', 'hang', 'leak']),
+    mode: z.enum(['ok', 'spin', 'sleep', 'throw', 'flaky', 'exit', 'hang', 'leak']),
     ms: z.int().min(0).max(600_000).default(0),
     tag: z.string().max(64).optional(),
     lines: z.int().min(0).max(1_000_000).default(0),
@@ -41,10 +41,15 @@ export const chaos = defineJob({
         const hoard: number[][] = [];
         for (;;) hoard.push(new Array(1e6).fill(hoard.length));
       }
-      case 'spin': {
+      // why sleep beside spin: most tests need a job that runs for a while, not a core kept busy, and
+      // spins took ~160 s of CPU in each `npm test`; a sleeping thread is stopped the same way (terminated).
+      case 'spin':
+      case 'sleep': {
         const start = Date.now();
+        const idle = mode === 'sleep' ? new Int32Array(new SharedArrayBuffer(4)) : undefined;
         let last = start;
         while (Date.now() - start < ms) {
+          if (idle) Atomics.wait(idle, 0, 0, Math.min(100, ms - (Date.now() - start)));
           if (Date.now() - last >= 100) {
             last = Date.now();
             ctx.progress(Math.floor(((last - start) / ms) * 100));
