@@ -72,4 +72,42 @@ describe('SlotWorker: queues sharing the pool slots', () => {
     expect(most).toBeLessThanOrEqual(size);
     await waitFor(() => slots.inUse === 0, { what: 'every slot given back' });
   }, 40_000);
+
+  it('starts a lone job as soon as it is fetched: no second fetch answered first, though a slot is free', async () => {
+    const prefix = uniquePrefix('slot-worker-lone');
+    const queue = new Queue<JobData, unknown, string>('lone', { connection, prefix: queuePrefix(prefix, 'lone') });
+    queues.push(queue);
+    const events: string[] = [];
+    const worker = new SlotWorker(
+      'lone',
+      async () => {
+        events.push('started');
+        return null;
+      },
+      { connection, prefix: queuePrefix(prefix, 'lone'), drainDelay: 5 },
+      new Slots(2),
+    );
+    workers.push(worker);
+    // What each of its fetches brought back from Redis (BullMQ's backend, which SlotWorker's moveToActive calls).
+    const backend = (worker as unknown as { backend: { moveToActive(...args: unknown[]): Promise<unknown[]> } }).backend;
+    const fetch = backend.moveToActive.bind(backend);
+    backend.moveToActive = async (...args) => {
+      const reply = await fetch(...args);
+      events.push(reply[0] ? 'fetched a job' : 'fetched nothing');
+      return reply;
+    };
+    const idle = () => waitFor(() => (worker as unknown as { waiting: unknown }).waiting != null, { what: 'the worker waiting for a job' });
+    // Idle as it is between lone jobs: one ran, and the worker waits for the next to arrive.
+    await queue.add('job', { inputJson: '1', version: 1, key: 'k1' });
+    await waitFor(() => events.includes('started'), { what: 'the first job started' });
+    await idle();
+    for (let i = 2; i <= 4; i++) {
+      events.length = 0;
+      await queue.add('job', { inputJson: String(i), version: 1, key: `k${i}` });
+      await waitFor(() => events.includes('started'), { what: `job ${i} started` });
+      // Before: BullMQ's loop sent a second fetch for the free slot and started the job on its empty answer.
+      expect(events.slice(0, events.indexOf('started') + 1)).toEqual(['fetched a job', 'started']);
+      await idle();
+    }
+  });
 });

@@ -35,10 +35,13 @@ interface CompletionArgs {
  * just before that call means an idle queue never holds a slot while it waits. A slot belongs to the
  * fetch token and stays with it while BullMQ chains the next job onto a finished one (same token).
  *
- * Two rules keep a shared slot from deadlocking BullMQ's main loop, which awaits each fetch in turn
- * and only then starts the jobs it fetched (test/slot-worker.e2e-spec.ts):
- * - a fetch never waits for a slot while this Worker holds a job its loop has not started: it gives
- *   up at once (no job), so the loop goes on to start that job instead of sitting on the fetch;
+ * BullMQ's main loop awaits each fetch in turn and only then starts the jobs it fetched; two rules
+ * keep a shared slot from deadlocking it (test/slot-worker.e2e-spec.ts) and a job from waiting on
+ * another's fetch:
+ * - no fetch while this Worker holds a job its loop has not started: it gives up at once (no job,
+ *   no Redis call), so the loop starts that job and fetches again after. why not a fetch while a
+ *   slot is free: with a slot free and the queue empty, BullMQ made the job it had just fetched wait
+ *   for a second fetch's empty answer, a Redis round trip before every lone job started;
  * - a job chained onto a finished one runs here, in the same `processJob`, not through the main
  *   loop, which may by then be waiting for the very slot the chained job holds.
  */
@@ -93,11 +96,8 @@ export class SlotWorker extends Worker<JobData, unknown, string> {
   protected override async moveToActive(token: string, name?: string): Promise<QueueJob> {
     const inherited = this.holding.has(token);
     if (!inherited) {
-      if (this.fetched.size > 0) {
-        if (!this.slots.tryAcquire()) return undefined as unknown as QueueJob;
-      } else {
-        await this.slots.acquire();
-      }
+      if (this.fetched.size > 0) return undefined as unknown as QueueJob;
+      await this.slots.acquire();
       this.holding.add(token);
     }
     let job: QueueJob | undefined;
