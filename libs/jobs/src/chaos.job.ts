@@ -42,7 +42,7 @@ export const chaos = defineJob({
         for (;;) hoard.push(new Array(1e6).fill(hoard.length));
       }
       // why sleep beside spin: most tests need a job that runs for a while, not a core kept busy, and
-      // spins took ~160 s of CPU in each `npm test`; a sleeping thread is stopped the same way (terminated).
+      // spins kept pool threads busy ~160 s in each `npm test`; a sleeping thread is stopped the same way (terminated).
       case 'spin':
       case 'sleep': {
         const start = Date.now();
