@@ -48,7 +48,7 @@ describe('fan-out jobs', () => {
 
   it('cancels the whole tree: running parts are aborted, queued ones removed', async () => {
     const completedBefore = await completedParts();
-    const { body } = await submit(api.url, 'fan-out', { parts: 4, ms: 600_000, tag: 'cancel' });
+    const { body } = await submit(api.url, 'fan-out', { parts: 4, ms: 600_000, tag: 'cancel', sleep: true });
     const partIds = [0, 1, 2, 3].map((i) => childJobId(body.id, i));
     // Both workers have a part each; the other two wait.
     await waitFor(async () => (await Promise.all(partIds.map((id) => getJob(api.url, id)))).filter((r) => r.body.status === 'active').length === 2, {
@@ -76,7 +76,7 @@ describe('fan-out jobs', () => {
   });
 
   it('fails the parent with JOB_CHILD_FAILED when a part fails for good, and stops the rest', async () => {
-    const { body } = await submit(api.url, 'fan-out', { parts: 3, ms: 600_000, tag: 'fail' });
+    const { body } = await submit(api.url, 'fan-out', { parts: 3, ms: 600_000, tag: 'fail', sleep: true });
     const view = await waitFor(
       async () => {
         const { body: v } = await getJob(api.url, body.id);

@@ -57,7 +57,7 @@ describe('JOB_LISTING=off: no listing index written, the listing routes a 404 pr
 
   it('writes no index key for jobs that complete, join, expire queued or are cancelled, and still keeps their owners', async () => {
     // Two long jobs hold the worker's two threads, so the next ones wait behind them.
-    const long = await Promise.all([1, 2].map((i) => submit(api.url, 'spin', { ms: 2500, tag: `${run}-long-${i}` }, { headers: as(ALICE) })));
+    const long = await Promise.all([1, 2].map((i) => submit(api.url, 'spin', { ms: 2500, tag: `${run}-long-${i}`, sleep: true }, { headers: as(ALICE) })));
     const expiring = await submit(api.url, 'spin', { ms: 0, tag: `${run}-expiring` }, { headers: { ...as(ALICE), 'start-within': '1' } });
     const cancelled = await submit(api.url, 'spin', { ms: 0, tag: `${run}-cancelled` }, { headers: as(ALICE) });
     expect((await request(`${api.url}/v1/jobs/${cancelled.body.id}`, { method: 'DELETE', headers: as(ALICE) })).body).toMatchObject({ status: 'cancelled' });

@@ -85,7 +85,7 @@ describe('start deadlines (Start-Within, startWithinMs)', () => {
   it('ends a job behind busy workers expired, and no worker ever runs it', async () => {
     worker = await startApp('worker', env);
     // Both threads (WORKER_THREADS=2) busy for 3 s.
-    const busy = await Promise.all([1, 2].map((n) => submit(api.url, 'spin', { ms: 3000, tag: `busy-${n}` })));
+    const busy = await Promise.all([1, 2].map((n) => submit(api.url, 'spin', { ms: 3000, tag: `busy-${n}`, sleep: true })));
     await waitFor(() => busy.every(({ body }) => ran(body.id)), { timeoutMs: 10_000 });
     const submitted = Date.now();
     const late = await submit(api.url, 'spin', { ms: 0, tag: 'behind-the-backlog' }, within('2'));
