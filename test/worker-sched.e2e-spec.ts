@@ -9,13 +9,18 @@ import { waitFor } from './support/wait';
 const SCHED_OTHER = 0;
 const SCHED_IDLE = 5;
 
+/** A /proc stat file's name (2nd field) and field `n` (1-based). */
+function stat(path: string, n: number): { name: string; field: string } {
+  const text = readFileSync(path, 'utf8');
+  // why split after ") ": the name in parentheses may hold spaces; the 3rd field follows it.
+  return { name: text.slice(text.indexOf('(') + 1, text.lastIndexOf(') ')), field: text.slice(text.lastIndexOf(') ') + 2).split(' ')[n - 3] };
+}
+
 /** Each thread of `pid`: its tid, name and scheduling policy (the 41st field of its stat). */
 function threads(pid: number): Array<{ tid: number; name: string; policy: number }> {
   return readdirSync(`/proc/${pid}/task`).map((tid) => {
-    const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
-    // why split after ") ": the name in parentheses may hold spaces; the 3rd field follows it.
-    const fields = stat.slice(stat.lastIndexOf(') ') + 2).split(' ');
-    return { tid: Number(tid), name: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(') ')), policy: Number(fields[41 - 3]) };
+    const { name, field } = stat(`/proc/${pid}/task/${tid}/stat`, 41);
+    return { tid: Number(tid), name, policy: Number(field) };
   });
 }
 
@@ -68,8 +73,8 @@ describe('pool threads on SCHED_IDLE', () => {
       loops.push(...Array.from({ length: 20 }, () => spawn('taskset', ['-c', '0', 'sh', '-c', 'while :; do :; done'], { stdio: 'ignore' })));
       // Each loop has spun for a while (2 clock ticks of user time, the 14th field of its stat) in its shell.
       const spun = (pid?: number) => {
-        const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-        return stat.includes('(sh)') && Number(stat.slice(stat.lastIndexOf(') ') + 2).split(' ')[14 - 3]) >= 2;
+        const { name, field } = stat(`/proc/${pid}/stat`, 14);
+        return name === 'sh' && Number(field) >= 2;
       };
       await waitFor(() => loops.every((loop) => spun(loop.pid)), { what: 'the busy loops' });
       probe.stdin.end('go\n');
